@@ -1,0 +1,324 @@
+"""Question normalisation and the "does this turn ask what that claim answers?" test.
+
+A question is reduced to its *content*: lower-cased tokens with contractions expanded, light
+stemming, a small synonym table, and function words, question-form words and politeness removed.
+Two questions are the same question only when their content is the same set of words (small typos
+forgiven) *and* those words come in the same order, or in an order that moves one whole phrase
+("what did Kernel find about X" / "about X, what did Kernel find"). Everything else is a miss.
+
+The rule is deliberately strict. Equal content catches word order, synonyms, question forms,
+casing, punctuation and typos; a different number, version, name, platform, date or a negation
+changes the content and so misses; a swap of two words ("from A to B" / "from B to A") keeps the
+words but breaks the order check. A false hit costs more than a paid call.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from rapidfuzz.distance import OSA
+
+# Politeness and question wrappers, removed before tokenising; they never change what is asked.
+_WRAPPERS = re.compile(
+    r"\b(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
+    r"(?:tell|show|remind|explain\s+to)\s+me|"
+    r"(?:do|does)\s+(?:you|anyone|anybody|someone)\s+know|"
+    r"i\s+(?:want|wanted|would\s+like|d\s+like|need)\s+to\s+know|"
+    r"i\s+(?:wonder|was\s+wondering|am\s+wondering)|"
+    r"(?:please\s+)?remind\s+me|tell\s+me|"
+    r"any\s+idea|quick\s+question|just\s+curious|"
+    r"hey|hi|hello|please|pls|plz|thanks|thank\s+you|thx|kindly)\b"
+)
+
+_CONTRACTIONS = (
+    (re.compile(r"\b(can)'?t\b"), r"\1 not"),
+    (re.compile(r"\bwon'?t\b"), "will not"),
+    (re.compile(r"n'?t\b"), " not"),
+    (re.compile(r"\bn't\b"), "not"),
+    (re.compile(r"'re\b"), " are"),
+    (re.compile(r"'ll\b"), " will"),
+    (re.compile(r"'ve\b"), " have"),
+    (re.compile(r"'m\b"), " am"),
+    (re.compile(r"'d\b"), " would"),
+    (re.compile(r"'s\b"), ""),
+)
+# "won't" and "can't" lose their apostrophes to the tokenizer too, hence the optional quotes;
+# "n't" without an apostrophe is left alone elsewhere, since words such as "don" are rare.
+
+# Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
+# questions are about, so they are tokens too. Scripts written without spaces (Chinese,
+# Japanese) become one token per run, which is strict but never confuses two questions.
+_TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*[+#]*|[^\w\s'\".,;:!?()\[\]{}\-/]")
+
+# Function words, auxiliaries and the interchangeable question forms (what / which / how).
+# why / when / where / who ask something different and stay content words.
+STOPWORDS = frozenset(
+    """
+    a an the and or
+    so such very really just
+    is are am be been being do does did doing done
+    what which how whats hows whatre
+    some any
+    """.split()
+)
+
+# Negations change the meaning of a question: they are always content.
+NEGATIONS = frozenset({"not", "no", "never", "without", "nor", "none", "cannot", "neither"})
+
+# Words that lean on earlier context. They count as content, so a turn that carries one
+# matches only a stored question that carries it too.
+REFERENTS = frozenset(
+    {
+        "it", "its", "this", "these", "those", "them", "one", "ones", "other", "others",
+        "former", "latter", "same", "above", "previous", "again", "else",
+    }
+)  # fmt: skip
+
+# Pronouns collapse to one form per person: "me/my/mine" ask about the same person as "I".
+_PRONOUNS = {
+    "i": "i", "me": "i", "my": "i", "mine": "i", "myself": "i",
+    "we": "we", "us": "we", "our": "we", "ours": "we",
+    "you": "you", "your": "you", "yours": "you", "yourself": "you", "u": "you", "ur": "you",
+    "he": "he", "him": "he", "his": "he", "she": "she", "her": "she", "hers": "she",
+    "they": "they", "their": "they", "theirs": "they",
+}  # fmt: skip
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}  # fmt: skip
+# "one" is left out of number folding below: it is far more often a referent ("the other one").
+
+_IRREGULAR = {
+    "found": "find", "made": "make", "went": "go", "gone": "go", "ran": "run", "wrote": "write",
+    "written": "write", "broke": "break", "broken": "break", "began": "begin", "begun": "begin",
+    "took": "take", "taken": "take", "gave": "give", "given": "give", "chose": "choose",
+    "chosen": "choose", "knew": "know", "known": "know", "saw": "see", "seen": "see",
+    "thought": "think", "bought": "buy", "brought": "bring", "caught": "catch", "taught": "teach",
+    "said": "say", "paid": "pay", "built": "build", "sent": "send", "spent": "spend",
+    "lost": "lose", "left": "leave", "felt": "feel", "kept": "keep", "meant": "mean",
+    "met": "meet", "led": "lead", "held": "hold", "told": "tell", "sold": "sell", "fell": "fall",
+    "fallen": "fall", "grew": "grow", "grown": "grow", "drew": "draw", "drawn": "draw",
+    "threw": "throw", "thrown": "throw", "shown": "show", "hid": "hide", "hidden": "hide",
+    "children": "child", "people": "person", "men": "man", "women": "woman", "mice": "mouse",
+    "feet": "foot", "teeth": "tooth", "data": "data", "news": "news", "series": "series", "species": "species",
+}  # fmt: skip
+
+# A small, general synonym table: each word maps to a canonical one. Kept to near-perfect
+# synonyms; a loose "synonym" is a false hit waiting to happen.
+_SYNONYMS = {
+    "discover": "find", "uncover": "find", "determine": "find", "figure": "find",
+    "conclude": "find", "conclusion": "find", "finding": "find",
+    "repair": "fix", "mend": "fix",
+    "defect": "bug",
+    "quick": "fast", "quickly": "fast", "rapid": "fast", "rapidly": "fast", "fastest": "fast",
+    "quickest": "fast", "speedy": "fast", "faster": "fast", "quicker": "fast",
+    "big": "large", "huge": "large", "bigger": "large", "larger": "large", "biggest": "large",
+    "largest": "large",
+    "small": "little", "tiny": "little", "smaller": "little", "smallest": "little",
+    "purchase": "buy",
+    "begin": "start", "commence": "start",
+    "finish": "end", "complete": "end",
+    "automobile": "car",
+    "film": "movie",
+    "reason": "why", "cause": "why",
+    "approach": "method", "technique": "method",
+    "simple": "easy", "easiest": "easy", "easier": "easy", "simplest": "easy",
+    "correct": "right", "proper": "right",
+    "mistake": "error",
+    "problem": "issue",
+    "examine": "inspect", "investigate": "inspect", "inspection": "inspect",
+    "result": "outcome",
+    "replay": "replay", "rerun": "replay",
+    "deterministic": "deterministic",
+    "tip": "advice", "suggestion": "advice", "recommendation": "advice",
+    "earn": "make",
+    "improve": "improve", "enhance": "improve",
+    "usa": "us", "america": "us",
+    "uk": "britain", "england": "britain",
+}  # fmt: skip
+
+_PLATFORMS = frozenset(
+    "windows linux macos mac osx ios android ubuntu debian fedora centos arm64 x86 x64 "
+    "amd64 aarch64 chrome firefox safari edge docker kubernetes aws gcp azure".split()
+)
+_DATES = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow "
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec week month year".split()
+)
+
+
+def _stem(word: str) -> str:
+    """Fold plurals, and irregular forms through a table.
+
+    -ing and -ed are left alone on purpose: "bearing" is not "bear", "widowed" is not "widow",
+    and without a dictionary a stemmer cannot tell them apart.
+    """
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            return word[: -len(suffix)] + keep
+    if word.endswith("s") and not word.endswith(("ss", "us", "is", "ous")):
+        return word[:-1]
+    return word
+
+
+def _canonical(token: str) -> str:
+    if token in _PRONOUNS:
+        return _PRONOUNS[token]
+    if token in _NUMBER_WORDS and token != "one":
+        return _NUMBER_WORDS[token]
+    if token in _SYNONYMS:
+        return _SYNONYMS[token]
+    stem = _stem(token)
+    return _SYNONYMS.get(stem, stem)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens with contractions expanded and wrappers removed."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = text.replace("\u2019", "'").replace("`", "'")
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    text = _WRAPPERS.sub(" ", text)
+    return _TOKEN.findall(text)
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A question reduced for matching: all canonical words, and the content words in order."""
+
+    words: tuple[str, ...]
+    content: tuple[str, ...]
+    content_set: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content_set", frozenset(self.content))
+
+    @property
+    def key(self) -> str:
+        """The indexed form: content words joined by spaces, as FTS5 sees them."""
+        return " ".join(self.content)
+
+
+@lru_cache(maxsize=65_536)
+def normalize(text: str) -> Normalized:
+    """Reduce a question to canonical words and content words (cached: turns repeat)."""
+    raw = tokens(text)
+    words: list[str] = []
+    content: list[str] = []
+    last = len(raw) - 1
+    for index, token in enumerate(raw):
+        # A sentence-final "that" ("why is that?") points back at earlier context.
+        if token == "that" and index == last:
+            word = "that"
+        elif token == "that":
+            continue
+        else:
+            word = _canonical(token)
+        words.append(word)
+        if word in NEGATIONS or word in REFERENTS or word == "that" or word not in STOPWORDS:
+            content.append(word)
+    return Normalized(tuple(words), tuple(content))
+
+
+def is_specific(word: str) -> bool:
+    """Words that pin a requirement: numbers, versions, negations, platforms, dates."""
+    return (
+        any(ch.isdigit() for ch in word)
+        or word in NEGATIONS
+        or word in _PLATFORMS
+        or word in _DATES
+    )
+
+
+def _typo_close(a: str, b: str) -> bool:
+    """One slip of the keyboard, on words long enough that a slip cannot make another word."""
+    if a == b:
+        return True
+    if not (a.isalpha() and b.isalpha()):
+        return False  # numbers, versions and hashes must match exactly
+    shortest = min(len(a), len(b))
+    if shortest < 5 or a[0] != b[0]:
+        return False  # short words and first letters: a slip there makes another word
+    if len(a) != len(b) and (shortest < 7 or a[-1] != b[-1]):
+        return False  # a dropped or doubled letter, but not at the ends ("theist", "homeopath")
+    return OSA.distance(a, b, score_cutoff=1) <= 1
+
+
+def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
+    """Map each turn content word onto the claim's content, allowing typos; None if one fails."""
+    claim_set = set(claim)
+    mapped: list[str] = []
+    for word in turn:
+        if word in claim_set:
+            mapped.append(word)
+            continue
+        close = [c for c in claim_set if _typo_close(word, c)]
+        if len(close) != 1:
+            return None
+        mapped.append(close[0])
+    return mapped
+
+
+def same_order(turn: Sequence[str], claim: Sequence[str]) -> bool:
+    """True when the turn keeps the claim's word order, or moves one whole phrase to the front.
+
+    Repeated words are kept: "Ted is John's son" and "John is Ted's son" differ only there.
+    """
+    a, b = list(turn), list(claim)
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    # A rotation is the one reordering that moves a single contiguous phrase (front <-> back).
+    doubled = b + b
+    return any(doubled[i : i + len(a)] == a for i in range(1, len(b)))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a turn relates to one stored question."""
+
+    same_question: bool
+    similarity: float
+    missing: frozenset[str]  # claim words the turn does not have
+    extra: frozenset[str]  # turn words the claim does not have
+    order_ok: bool
+
+
+def compare(turn: Normalized, claim: Normalized) -> Comparison:
+    """Decide whether the turn asks the stored question; say what differs when it does not."""
+    similarity = _similarity(turn, claim)
+    mapped = align(turn.content, claim.content)
+    if mapped is None:
+        turn_set = turn.content_set
+        extra = frozenset(w for w in turn_set if not any(_typo_close(w, c) for c in claim.content))
+        missing = frozenset(c for c in claim.content_set if not any(_typo_close(w, c) for w in turn_set))
+        return Comparison(False, similarity, missing, extra, False)
+    missing = claim.content_set - set(mapped)
+    order_ok = same_order(mapped, claim.content)
+    same = not missing and order_ok and bool(claim.content) and _short_guard(turn, claim)
+    return Comparison(same, similarity, frozenset(missing), frozenset(), order_ok)
+
+
+def _short_guard(turn: Normalized, claim: Normalized) -> bool:
+    # With one or two content words, almost everything else is function words; require the
+    # whole questions to be close too, so "python?" does not answer "what is python?".
+    if len(claim.content_set) > 2:
+        return True
+    return _similarity(turn, claim) >= 0.8
+
+
+def _similarity(turn: Normalized, claim: Normalized) -> float:
+    from rapidfuzz import fuzz
+
+    return round(fuzz.ratio(" ".join(turn.words), " ".join(claim.words)) / 100.0, 4)

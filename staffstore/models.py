@@ -1,0 +1,179 @@
+"""The values that flow between staffstore's layers, as pydantic models.
+
+A Claim is a verified finding with provenance; a Turn is what a user asked; a Decision is the
+gate's answer to a Turn; a Receipt records what one turn cost. Usage a provider did not report
+is None, never 0: the ledger counts unknowns instead of pretending they were free.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ClaimStatus = Literal["live", "superseded", "retracted", "expired"]
+ClaimSource = Literal["job", "chat", "manual"]
+Outcome = Literal["hit", "miss"]
+Role = Literal["system", "user", "assistant"]
+
+#: Receipt statuses: "ok" a model answered; "hit" served from a claim or a kept answer;
+#: the rest are failures, of which only "no_api_key" was not an inference attempt.
+ReceiptStatus = Literal[
+    "ok", "hit", "error", "timeout", "unreachable", "no_api_key", "cancelled", "rejected"
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NewClaim(_Model):
+    """A finding to store. Identity is a hash over these fields (see identity.claim_id)."""
+
+    owner: str = Field(min_length=1, max_length=200)
+    question: str = Field(min_length=1, max_length=20_000)
+    answer: str = Field(min_length=1, max_length=200_000)
+    agent: str | None = None
+    source: ClaimSource = "manual"
+    job_id: str | None = None
+    repository: str | None = None
+    profile: str | None = None
+    revision: str | None = None
+    inputs_fingerprint: str | None = None
+    expires_at: datetime | None = None
+
+    @field_validator("owner", "question", "answer")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("expires_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class Claim(NewClaim):
+    """A stored claim: the finding plus its id, lifecycle status and timestamps."""
+
+    id: str
+    status: ClaimStatus = "live"
+    created_at: datetime
+    superseded_by: str | None = None
+
+
+class Turn(_Model):
+    """One user turn as the gate sees it. `now` pins the clock for deterministic replays."""
+
+    owner: str = Field(min_length=1)
+    text: str
+    session: str | None = None
+    repository: str | None = None
+    revision: str | None = None
+    now: datetime | None = None
+
+
+class Decision(_Model):
+    """The gate's verdict: a hit names the claim that answers the turn; a miss says why."""
+
+    outcome: Outcome
+    reason: str
+    claim_id: str | None = None
+    score: float | None = None
+    answer: str | None = None
+    claim: Claim | None = None
+
+    @property
+    def hit(self) -> bool:
+        return self.outcome == "hit"
+
+
+class Message(_Model):
+    role: Role
+    content: str
+
+
+class WorkingSet(_Model):
+    """The bounded prompt for a miss: system, recalled claims, recent tail; never more."""
+
+    messages: list[Message]
+    tokens: int
+    budget: int
+    truncated: bool
+    recalled_claim_ids: list[str]
+    tail_messages: int
+
+
+class ChatReply(_Model):
+    """What one upstream call returned. Usage fields are None when the provider did not say."""
+
+    text: str
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    finish_reason: str | None = None
+    response_id: str | None = None
+
+
+class Receipt(_Model):
+    """What one turn did and cost. Written for every turn, hit or miss, success or failure."""
+
+    id: str
+    owner: str
+    outcome: Outcome
+    reason: str
+    status: ReceiptStatus
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    inference_avoided: bool
+    inference_attempted: bool
+    latency_ms: float
+    started_at: datetime
+    finished_at: datetime
+    session_id: str | None = None
+    claim_id: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    error: str | None = None
+
+
+class Ledger(_Model):
+    """Totals over receipts. Known usage is summed; turns with unknown usage are counted."""
+
+    turns: int
+    hits: int
+    misses: int
+    avoided_calls: int
+    attempted_calls: int
+    failed_calls: int
+    not_attempted: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    unknown_usage_turns: int
+    unknown_cost_turns: int
+
+    @property
+    def avoidance(self) -> float:
+        return self.avoided_calls / self.turns if self.turns else 0.0
+
+
+class TurnResult(_Model):
+    """One turn end to end: the answer (None when the call failed), the decision, the receipt."""
+
+    answer: str | None
+    decision: Decision
+    receipt: Receipt
+    working_set: WorkingSet | None = None
