@@ -163,7 +163,13 @@ def _stem(word: str) -> str:
         return _IRREGULAR[word]
     if len(word) <= 3 or not word.isalpha():
         return word
-    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+    for suffix, keep in (
+        ("ies", "y"),
+        ("sses", "ss"),
+        ("xes", "x"),
+        ("ches", "ch"),
+        ("shes", "sh"),
+    ):
         if word.endswith(suffix) and len(word) > len(suffix) + 1:
             return word[: -len(suffix)] + keep
     if word.endswith("s") and not word.endswith(("ss", "us", "is", "ous")):
@@ -302,7 +308,9 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
     if mapped is None:
         turn_set = turn.content_set
         extra = frozenset(w for w in turn_set if not any(_typo_close(w, c) for c in claim.content))
-        missing = frozenset(c for c in claim.content_set if not any(_typo_close(w, c) for w in turn_set))
+        missing = frozenset(
+            c for c in claim.content_set if not any(_typo_close(w, c) for w in turn_set)
+        )
         return Comparison(False, similarity, missing, extra, False)
     missing = claim.content_set - set(mapped)
     order_ok = same_order(mapped, claim.content)

@@ -1,0 +1,169 @@
+"""query_first: answer a turn from the owner's claims, or miss with a reason.
+
+Candidates come from the store (an exact key lookup and FTS5); each is compared with the turn
+by matching.compare, which says whether the turn asks the stored question. A hit needs exactly
+one answer among the live, fresh, in-scope claims that ask it. Everything else is a miss with a
+reason code a person can read:
+
+    empty                the turn has no text, or only politeness
+    too_long             longer than any question worth caching
+    follow_up            the turn leans on earlier context ("and why?", "the second one")
+    no_candidate         no stored question shares its words
+    below_threshold      the nearest stored question asks something else
+    changed_requirement  nearly the stored question, but a number, version, name, platform,
+                         date, negation or repository differs
+    word_order           the same words in an order that changes the meaning
+    stale                the matching claim is superseded, expired, or from another revision
+    retracted            the matching claim was retracted
+    conflict             live claims in one scope answer the question differently
+    ambiguous            claims from different repositories or profiles answer it differently
+
+When in doubt, miss: a miss costs one model call, a false hit costs trust.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from .matching import REFERENTS, Comparison, Normalized, compare, is_specific, normalize
+from .models import Claim, ClaimStatus, Decision, Turn
+from .store import StaffStore
+
+#: No stored question is this long; a longer turn is a miss without a lookup.
+MAX_TURN_CHARS = 4_000
+
+# Openings that continue an earlier exchange rather than ask something whole.
+_FOLLOW_UP_OPENING = re.compile(
+    r"^\W*(?:and|but|also|plus|so|then|ok(?:ay)?\s+(?:and|so|but)|what\s+about|how\s+about|"
+    r"what\s+if|same\s+(?:for|with|question)|why\s+not|why\s+is\s+that|says\s+who|"
+    r"what\s+else|anything\s+else|and\s+then)\b",
+    re.IGNORECASE,
+)
+
+
+# Misses worth a second, wider look: nothing was found that asks the same question.
+_WIDEN_ON = frozenset({"no_candidate", "below_threshold", "changed_requirement", "word_order"})
+
+
+def _miss(reason: str, score: float | None = None, claim: Claim | None = None) -> Decision:
+    return Decision(
+        outcome="miss", reason=reason, score=score, claim_id=claim.id if claim else None
+    )
+
+
+def effective_status(claim: Claim, now: datetime) -> ClaimStatus:
+    """A live claim past its expiry is expired, whether or not anyone has marked it so."""
+    if claim.status == "live" and claim.expires_at is not None and claim.expires_at <= now:
+        return "expired"
+    return claim.status
+
+
+def _leans_on_context(turn: Normalized, against: Comparison | None) -> bool:
+    referents = {w for w in turn.content if w in REFERENTS or w == "that"}
+    if not referents:
+        return False
+    return against is None or bool(referents & against.extra)
+
+
+def _why_different(turn: Normalized, comparison: Comparison) -> str:
+    """Name the difference between a turn and the nearest stored question that it is not."""
+    if _leans_on_context(turn, comparison):
+        return "follow_up"
+    differing = comparison.missing | comparison.extra
+    if not differing and not comparison.order_ok:
+        return "word_order"
+    if any(is_specific(word) for word in differing):
+        return "changed_requirement"
+    # One word swapped for another, the rest the same: another name, another thing.
+    if len(comparison.missing) == 1 and len(comparison.extra) == 1:
+        return "changed_requirement"
+    return "below_threshold"
+
+
+def _freshness(claim: Claim, turn: Turn, now: datetime) -> str | None:
+    """None when the claim may serve this turn, else the reason it may not."""
+    status = effective_status(claim, now)
+    if status == "retracted":
+        return "retracted"
+    if status != "live":
+        return "stale"
+    if turn.repository is not None and claim.repository not in (None, turn.repository):
+        return "changed_requirement"  # a finding about another repository
+    if turn.revision is not None and claim.repository is not None:
+        # The turn pins the code it asks about; a finding made at another revision of that
+        # repository (or at an unknown one) may no longer hold.
+        if claim.revision != turn.revision:
+            return "stale"
+    return None
+
+
+def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
+    """The gate's decision for a turn among candidate claims (all of one owner)."""
+    now = turn.now or datetime.now(UTC)
+    asked = normalize(turn.text)
+    if not asked.content:
+        return _miss("empty")
+    if _FOLLOW_UP_OPENING.match(turn.text):
+        return _miss("follow_up")
+    compared = [(claim, compare(asked, normalize(claim.question))) for claim in candidates]
+    same = [(claim, c) for claim, c in compared if c.same_question]
+    if not same:
+        if not compared:
+            return _miss("follow_up" if _leans_on_context(asked, None) else "no_candidate")
+        claim, nearest = max(compared, key=lambda pair: pair[1].similarity)
+        return _miss(_why_different(asked, nearest), nearest.similarity, claim)
+
+    servable: list[tuple[Claim, Comparison]] = []
+    refusals: list[str] = []
+    for claim, comparison in same:
+        refusal = _freshness(claim, turn, now)
+        if refusal is None:
+            servable.append((claim, comparison))
+        else:
+            refusals.append(refusal)
+    if not servable:
+        for reason in ("stale", "changed_requirement", "retracted"):
+            if reason in refusals:
+                return _miss(reason, max(c.similarity for _, c in same), same[0][0])
+
+    answers = {" ".join(claim.answer.split()).casefold() for claim, _ in servable}
+    if len(answers) > 1:
+        scopes = {(claim.repository, claim.profile) for claim, _ in servable}
+        best = max(c.similarity for _, c in servable)
+        return _miss("ambiguous" if len(scopes) > 1 else "conflict", best)
+
+    # One answer, perhaps stored more than once: serve the newest statement of it.
+    claim, comparison = max(servable, key=lambda pair: pair[0].created_at)
+    exact = " ".join(turn.text.split()).casefold() == " ".join(claim.question.split()).casefold()
+    return Decision(
+        outcome="hit",
+        reason="exact" if exact else "paraphrase",
+        claim_id=claim.id,
+        score=comparison.similarity,
+        answer=claim.answer,
+        claim=claim,
+    )
+
+
+async def query_first(store: StaffStore, turn: Turn) -> Decision:
+    """Return the stored claim that answers this turn, or a miss with its reason."""
+    if not turn.text.strip():
+        return _miss("empty")
+    if len(turn.text) > MAX_TURN_CHARS:
+        return _miss("too_long")
+    asked = normalize(turn.text)
+    if not asked.content:
+        return _miss("empty")
+    # Questions holding every word of the turn first: fast and usually enough. Only when
+    # none asks the same question do we widen to any shared word, to forgive typos and to
+    # find the nearest question for an honest miss reason.
+    candidates = await store.candidate_claims(turn.owner, asked.content, require_all=True)
+    decision = decide(turn, candidates)
+    if decision.reason not in _WIDEN_ON:
+        return decision
+    seen = {claim.id for claim in candidates}
+    wider = await store.candidate_claims(turn.owner, asked.content, require_all=False)
+    extra = [claim for claim in wider if claim.id not in seen]
+    return decide(turn, candidates + extra) if extra else decision

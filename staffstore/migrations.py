@@ -1,0 +1,121 @@
+"""Numbered schema steps, applied in order when a store opens. Never edit a shipped step.
+
+Each step is a list of SQL statements; `user_version` records how many have been applied, so a
+store made by an older staffstore opens and upgrades itself. New tables arrive as new steps.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[list[str]] = [
+    # 1: sessions and messages, claims with their FTS5 index, artifacts, receipts.
+    [
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE (owner, name)
+        )
+        """,
+        """
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+            content TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX messages_by_session ON messages (session_id, id)",
+        # An explicit INTEGER PRIMARY KEY: FTS5 external content is keyed by rowid, and
+        # VACUUM may renumber implicit rowids.
+        """
+        CREATE TABLE claims (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,
+            agent TEXT,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('job', 'chat', 'manual')),
+            job_id TEXT,
+            repository TEXT,
+            profile TEXT,
+            revision TEXT,
+            inputs_fingerprint TEXT,
+            status TEXT NOT NULL DEFAULT 'live'
+                CHECK (status IN ('live', 'superseded', 'retracted', 'expired')),
+            expires_at REAL,
+            created_at REAL NOT NULL,
+            superseded_by TEXT,
+            -- the question's content words in order (matching.normalize): the gate's key
+            search_key TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX claims_by_owner ON claims (owner, status, created_at)",
+        "CREATE INDEX claims_by_key ON claims (owner, search_key)",
+        """
+        CREATE VIRTUAL TABLE claims_fts USING fts5(
+            question, answer, search_key,
+            content='claims', content_rowid='rowid', tokenize='unicode61'
+        )
+        """,
+        """
+        CREATE TRIGGER claims_ai AFTER INSERT ON claims BEGIN
+            INSERT INTO claims_fts (rowid, question, answer, search_key)
+            VALUES (new.rowid, new.question, new.answer, new.search_key);
+        END
+        """,
+        """
+        CREATE TRIGGER claims_ad AFTER DELETE ON claims BEGIN
+            INSERT INTO claims_fts (claims_fts, rowid, question, answer, search_key)
+            VALUES ('delete', old.rowid, old.question, old.answer, old.search_key);
+        END
+        """,
+        """
+        CREATE TRIGGER claims_au AFTER UPDATE OF question, answer, search_key ON claims BEGIN
+            INSERT INTO claims_fts (claims_fts, rowid, question, answer, search_key)
+            VALUES ('delete', old.rowid, old.question, old.answer, old.search_key);
+            INSERT INTO claims_fts (rowid, question, answer, search_key)
+            VALUES (new.rowid, new.question, new.answer, new.search_key);
+        END
+        """,
+        """
+        CREATE TABLE artifacts (
+            owner TEXT NOT NULL,
+            id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            job_id TEXT,
+            content BLOB NOT NULL,
+            size INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (owner, id)
+        )
+        """,
+        """
+        CREATE TABLE receipts (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('hit', 'miss')),
+            reason TEXT NOT NULL,
+            status TEXT NOT NULL,
+            model TEXT,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            cost_usd REAL,
+            inference_avoided INTEGER NOT NULL,
+            inference_attempted INTEGER NOT NULL,
+            latency_ms REAL NOT NULL,
+            started_at REAL NOT NULL,
+            finished_at REAL NOT NULL,
+            session_id TEXT,
+            claim_id TEXT,
+            question TEXT,
+            answer TEXT,
+            error TEXT
+        )
+        """,
+        "CREATE INDEX receipts_by_owner ON receipts (owner, started_at)",
+    ],
+]

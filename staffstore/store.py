@@ -1,0 +1,474 @@
+"""StaffStore: the durable state staffstore answers from, in one SQLite file.
+
+Sessions keep the recent tail; claims are verified findings with provenance, indexed by FTS5;
+artifacts are content-addressed task results; receipts record every turn. Every read that
+returns an owner's data takes the owner: nothing here lets one owner see another's rows.
+The schema is built by numbered migrations applied on open (see migrations.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from .errors import CorruptStoreError, NotFoundError, StoreError
+from .identity import bytes_hash, content_hash
+from .matching import normalize, tokens
+from .migrations import MIGRATIONS
+from .models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Fields that make up a claim's identity: the finding and where it came from. Status, expiry
+# and timestamps are lifecycle, not identity, so storing the same finding twice is a no-op.
+_IDENTITY_FIELDS = (
+    "owner", "agent", "question", "answer", "source",
+    "job_id", "repository", "profile", "revision", "inputs_fingerprint",
+)  # fmt: skip
+
+_CLAIM_COLUMNS = (
+    "id, owner, agent, question, answer, source, job_id, repository, profile, revision, "
+    "inputs_fingerprint, status, expires_at, created_at, superseded_by"
+)
+_QUALIFIED_CLAIM_COLUMNS = ", ".join("c." + name.strip() for name in _CLAIM_COLUMNS.split(","))
+
+
+def claim_id(claim: NewClaim) -> str:
+    """The claim's identity: a hash over the canonical JSON of its identity fields."""
+    return content_hash({name: getattr(claim, name) for name in _IDENTITY_FIELDS})
+
+
+def _epoch(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def _moment(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+def _now(now: datetime | None) -> float:
+    return now.timestamp() if now is not None else time.time()
+
+
+def fts_phrase(word: str) -> str:
+    """Quote one word for MATCH, so operators in user text (OR, NOT, *, :) lose their power."""
+    return '"' + word.replace('"', '""') + '"'
+
+
+def _row_to_claim(row: Sequence[Any]) -> Claim:
+    (id_, owner, agent, question, answer, source, job_id, repository, profile, revision,
+     fingerprint, status, expires_at, created_at, superseded_by) = row  # fmt: skip
+    return Claim(
+        id=id_, owner=owner, agent=agent, question=question, answer=answer, source=source,
+        job_id=job_id, repository=repository, profile=profile, revision=revision,
+        inputs_fingerprint=fingerprint, status=status, expires_at=_moment(expires_at),
+        created_at=_moment(created_at), superseded_by=superseded_by,
+    )  # fmt: skip
+
+
+_RECEIPT_COLUMNS = (
+    "id", "owner", "outcome", "reason", "status", "model", "prompt_tokens", "completion_tokens",
+    "cost_usd", "inference_avoided", "inference_attempted", "latency_ms", "started_at",
+    "finished_at", "session_id", "claim_id", "question", "answer", "error",
+)  # fmt: skip
+
+
+def _receipt_row(receipt: Receipt) -> tuple[Any, ...]:
+    values = receipt.model_dump()
+    values["started_at"] = receipt.started_at.timestamp()
+    values["finished_at"] = receipt.finished_at.timestamp()
+    values["inference_avoided"] = int(receipt.inference_avoided)
+    values["inference_attempted"] = int(receipt.inference_attempted)
+    return tuple(values[name] for name in _RECEIPT_COLUMNS)
+
+
+def _row_to_receipt(row: Sequence[Any]) -> Receipt:
+    values = dict(zip(_RECEIPT_COLUMNS, row, strict=True))
+    values["started_at"] = _moment(values["started_at"])
+    values["finished_at"] = _moment(values["finished_at"])
+    values["inference_avoided"] = bool(values["inference_avoided"])
+    values["inference_attempted"] = bool(values["inference_attempted"])
+    return Receipt(**values)
+
+
+def _check_is_sqlite(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a database file")
+    with path.open("rb") as handle:
+        header = handle.read(len(_SQLITE_MAGIC))
+    if header != _SQLITE_MAGIC:
+        raise CorruptStoreError(f"{path} is not a staffstore database (not a SQLite file)")
+
+
+class StaffStore:
+    """The durable store. Open it with `async with StaffStore.open(path) as store:`."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self._db = db
+        self.path = path
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, path: str | Path) -> AsyncIterator[StaffStore]:
+        """Open (creating and migrating as needed) the store at `path`, and close it after."""
+        store = await cls.connect(path)
+        try:
+            yield store
+        finally:
+            await store.close()
+
+    @classmethod
+    async def connect(cls, path: str | Path) -> StaffStore:
+        """Open the store at `path`; the caller must `await store.close()`."""
+        path = Path(path).expanduser()
+        _check_is_sqlite(path)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open {path}: {error}") from error
+        store = cls(db, path)
+        try:
+            await store._prepare()
+        except sqlite3.DatabaseError as error:
+            await db.close()
+            raise CorruptStoreError(f"{path} is damaged or not a staffstore database: {error}")
+        except BaseException:
+            await db.close()
+            raise
+        return store
+
+    async def _prepare(self) -> None:
+        await self._db.execute("PRAGMA busy_timeout = 5000")
+        await self._db.execute("PRAGMA journal_mode = WAL")
+        await self._db.execute("PRAGMA synchronous = NORMAL")
+        await self._db.execute("PRAGMA foreign_keys = ON")
+        await self.migrate()
+
+    async def migrate(self) -> int:
+        """Apply the migrations this file has not seen yet; return the schema version."""
+        async with self._db.execute("PRAGMA user_version") as cursor:
+            row = await cursor.fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path} was written by a newer staffstore (schema {version}); upgrade staffstore"
+            )
+        for number in range(version, len(MIGRATIONS)):
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[number]:
+                    await self._db.execute(statement)
+                await self._db.execute(f"PRAGMA user_version = {number + 1}")
+                await self._db.execute("COMMIT")
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+        return len(MIGRATIONS)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        async with self._db.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        async with self._db.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def ensure_session(self, owner: str, name: str, *, now: datetime | None = None) -> str:
+        """Return the id of the owner's session called `name`, creating it if needed."""
+        row = await self._fetchone(
+            "SELECT id FROM sessions WHERE owner = ? AND name = ?", (owner, name)
+        )
+        if row:
+            return str(row[0])
+        session_id = uuid.uuid4().hex
+        await self._db.execute(
+            "INSERT OR IGNORE INTO sessions (id, owner, name, created_at) VALUES (?, ?, ?, ?)",
+            (session_id, owner, name, _now(now)),
+        )
+        row = await self._fetchone(
+            "SELECT id FROM sessions WHERE owner = ? AND name = ?", (owner, name)
+        )
+        return str(row[0])
+
+    async def append_messages(
+        self, session_id: str, messages: Iterable[tuple[Role, str]], *, now: datetime | None = None
+    ) -> None:
+        """Append messages to a session, in order, in one transaction."""
+        moment = _now(now)
+        await self._db.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            [(session_id, role, content, moment) for role, content in messages],
+        )
+
+    async def recent_messages(self, session_id: str, limit: int = 8) -> list[Message]:
+        """The last `limit` messages of a session, oldest first."""
+        rows = await self._fetchall(
+            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+            (session_id, limit),
+        )
+        return [Message(role=role, content=content) for role, content in reversed(rows)]
+
+    # -- claims --------------------------------------------------------------------------------
+
+    async def ensure_claim(self, claim: NewClaim, *, now: datetime | None = None) -> Claim:
+        """Store a claim once; storing the same claim again returns the stored one."""
+        (stored, _added) = (await self.ensure_claims([claim], now=now))[0]
+        return stored
+
+    async def ensure_claims(
+        self, claims: Iterable[NewClaim], *, now: datetime | None = None
+    ) -> list[tuple[Claim, bool]]:
+        """Store many claims in one transaction; each comes back with whether it was new.
+
+        A claim with a revision supersedes the owner's live claims that ask the same question
+        about the same repository and profile at another revision.
+        """
+        moment = _now(now)
+        results: list[tuple[Claim, bool]] = []
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for claim in claims:
+                results.append(await self._insert_claim(claim, moment))
+            await self._db.execute("COMMIT")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+        return results
+
+    async def _insert_claim(self, claim: NewClaim, moment: float) -> tuple[Claim, bool]:
+        identity = claim_id(claim)
+        existing = await self._fetchone(
+            f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE id = ?", (identity,)
+        )
+        if existing:
+            return _row_to_claim(existing), False
+        key = normalize(claim.question).key
+        await self._db.execute(
+            f"INSERT INTO claims ({_CLAIM_COLUMNS}, search_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?, ?, NULL, ?)",
+            (
+                identity, claim.owner, claim.agent, claim.question, claim.answer, claim.source,
+                claim.job_id, claim.repository, claim.profile, claim.revision,
+                claim.inputs_fingerprint, _epoch(claim.expires_at), moment, key,
+            ),
+        )  # fmt: skip
+        if claim.revision is not None:
+            await self._db.execute(
+                "UPDATE claims SET status = 'superseded', superseded_by = ? "
+                "WHERE owner = ? AND search_key = ? AND status = 'live' AND id != ? "
+                "AND repository IS ? AND profile IS ? AND revision IS NOT ?",
+                (identity, claim.owner, key, identity, claim.repository, claim.profile,
+                 claim.revision),
+            )  # fmt: skip
+        stored = Claim(**claim.model_dump(), id=identity, status="live", created_at=_moment(moment))
+        return stored, True
+
+    async def get_claim(self, owner: str, claim_id: str) -> Claim:
+        """The owner's claim with this id (a unique prefix of at least 6 characters will do)."""
+        if len(claim_id) < 6:
+            raise NotFoundError(f"claim id {claim_id!r} is too short (give at least 6 characters)")
+        rows = await self._fetchall(
+            f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE owner = ? AND id >= ? AND id < ? LIMIT 2",
+            (owner, claim_id, claim_id + "\uffff"),
+        )
+        if len(rows) != 1:
+            problem = "is ambiguous" if rows else "was not found"
+            raise NotFoundError(f"claim {claim_id!r} {problem} for owner {owner!r}")
+        return _row_to_claim(rows[0])
+
+    async def list_claims(
+        self, owner: str, *, status: ClaimStatus | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Claim]:
+        """The owner's claims, newest first, optionally of one status."""
+        sql = f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE owner = ?"
+        params: list[Any] = [owner]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        sql += " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?"
+        params += [limit, offset]
+        return [_row_to_claim(row) for row in await self._fetchall(sql, params)]
+
+    async def search_claims(self, owner: str, text: str, *, limit: int = 20) -> list[Claim]:
+        """Full-text search of the owner's claims (questions and answers), best first.
+
+        Every word of `text` must appear; FTS5 operators in it are searched for as words.
+        """
+        words = [w for w in tokens(text) if any(ch.isalnum() for ch in w)]
+        if not words:
+            return []
+        match = " AND ".join("{question answer} : " + fts_phrase(w) for w in words)
+        rows = await self._fetchall(
+            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+            "FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
+            "WHERE claims_fts MATCH ? AND c.owner = ? ORDER BY claims_fts.rank LIMIT ?",
+            (match, owner, limit),
+        )
+        return [_row_to_claim(row) for row in rows]
+
+    async def related_claims(
+        self, owner: str, text: str, *, limit: int = 5, now: datetime | None = None
+    ) -> list[Claim]:
+        """The owner's live, unexpired claims that share the most words with `text`."""
+        words = sorted({w for w in normalize(text).content if any(ch.isalnum() for ch in w)})
+        if not words or limit <= 0:
+            return []
+        match = "{question answer} : (" + " OR ".join(fts_phrase(w) for w in words) + ")"
+        rows = await self._fetchall(
+            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+            "FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
+            "WHERE claims_fts MATCH ? AND c.owner = ? AND c.status = 'live' "
+            "AND (c.expires_at IS NULL OR c.expires_at > ?) ORDER BY claims_fts.rank LIMIT ?",
+            (match, owner, _now(now), limit),
+        )
+        return [_row_to_claim(row) for row in rows]
+
+    async def candidate_claims(
+        self, owner: str, key_words: Sequence[str], *, require_all: bool, limit: int = 16
+    ) -> list[Claim]:
+        """Claims of any status whose question shares words with `key_words`.
+
+        `require_all` asks FTS5 for questions holding every word (fast, exact); otherwise any
+        word will do and the best `limit` by BM25 come back (for typos and near misses). Claims
+        whose question key equals the words exactly always come back first.
+        """
+        columns = _QUALIFIED_CLAIM_COLUMNS
+        found: dict[str, Claim] = {}
+        for row in await self._fetchall(
+            f"SELECT {columns} FROM claims c WHERE c.owner = ? AND c.search_key = ? LIMIT ?",
+            (owner, " ".join(key_words), limit),
+        ):
+            found[row[0]] = _row_to_claim(row)
+        searchable = sorted({w for w in key_words if any(ch.isalnum() for ch in w)})
+        if searchable:
+            joiner = " AND " if require_all else " OR "
+            match = "search_key : (" + joiner.join(fts_phrase(w) for w in searchable) + ")"
+            for row in await self._fetchall(
+                f"SELECT {columns} FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
+                "WHERE claims_fts MATCH ? AND c.owner = ? ORDER BY claims_fts.rank LIMIT ?",
+                (match, owner, limit),
+            ):
+                found.setdefault(row[0], _row_to_claim(row))
+        return list(found.values())
+
+    async def retract_claim(self, owner: str, claim_id: str) -> Claim:
+        """Mark the owner's claim retracted: it stays on record but is never served again."""
+        claim = await self.get_claim(owner, claim_id)
+        await self._db.execute(
+            "UPDATE claims SET status = 'retracted' WHERE owner = ? AND id = ?", (owner, claim.id)
+        )
+        return claim.model_copy(update={"status": "retracted"})
+
+    async def count_claims(self, owner: str | None = None) -> int:
+        if owner is None:
+            row = await self._fetchone("SELECT count(*) FROM claims")
+        else:
+            row = await self._fetchone("SELECT count(*) FROM claims WHERE owner = ?", (owner,))
+        return int(row[0])
+
+    # -- artifacts -----------------------------------------------------------------------------
+
+    async def ensure_artifact(
+        self,
+        owner: str,
+        content: bytes,
+        *,
+        kind: str = "text",
+        job_id: str | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """Store a task result by its SHA-256 and return that address; storing twice is a no-op."""
+        address = bytes_hash(content)
+        await self._db.execute(
+            "INSERT OR IGNORE INTO artifacts (owner, id, kind, job_id, content, size, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (owner, address, kind, job_id, content, len(content), _now(now)),
+        )
+        return address
+
+    async def get_artifact(self, owner: str, address: str) -> bytes:
+        row = await self._fetchone(
+            "SELECT content FROM artifacts WHERE owner = ? AND id = ?", (owner, address)
+        )
+        if row is None:
+            raise NotFoundError(f"artifact {address!r} was not found for owner {owner!r}")
+        return bytes(row[0])
+
+    # -- receipts ------------------------------------------------------------------------------
+
+    async def add_receipt(self, receipt: Receipt) -> None:
+        """Record one turn's receipt."""
+        placeholders = ", ".join("?" for _ in _RECEIPT_COLUMNS)
+        await self._db.execute(
+            f"INSERT INTO receipts ({', '.join(_RECEIPT_COLUMNS)}) VALUES ({placeholders})",
+            _receipt_row(receipt),
+        )
+
+    async def get_receipt(self, owner: str, receipt_id: str) -> Receipt:
+        row = await self._fetchone(
+            f"SELECT {', '.join(_RECEIPT_COLUMNS)} FROM receipts WHERE owner = ? AND id = ?",
+            (owner, receipt_id),
+        )
+        if row is None:
+            raise NotFoundError(f"receipt {receipt_id!r} was not found for owner {owner!r}")
+        return _row_to_receipt(row)
+
+    async def list_receipts(self, owner: str | None, *, limit: int = 20) -> list[Receipt]:
+        """The most recent receipts, newest first; of one owner, or of all when owner is None."""
+        sql = f"SELECT {', '.join(_RECEIPT_COLUMNS)} FROM receipts"
+        params: list[Any] = []
+        if owner is not None:
+            sql += " WHERE owner = ?"
+            params.append(owner)
+        sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
+        params.append(limit)
+        return [_row_to_receipt(row) for row in await self._fetchall(sql, params)]
+
+    async def ledger(self, owner: str | None = None) -> Ledger:
+        """Totals over receipts: avoided and attempted calls apart, known usage, unknown counts."""
+        where, params = ("WHERE owner = ?", [owner]) if owner is not None else ("", [])
+        row = await self._fetchone(
+            f"""
+            SELECT
+                count(*),
+                coalesce(sum(outcome = 'hit'), 0),
+                coalesce(sum(outcome = 'miss'), 0),
+                coalesce(sum(inference_avoided), 0),
+                coalesce(sum(inference_attempted), 0),
+                coalesce(sum(inference_attempted AND status != 'ok'), 0),
+                coalesce(sum(NOT inference_avoided AND NOT inference_attempted), 0),
+                coalesce(sum(prompt_tokens), 0),
+                coalesce(sum(completion_tokens), 0),
+                coalesce(sum(cost_usd), 0.0),
+                coalesce(sum(inference_attempted
+                    AND (prompt_tokens IS NULL OR completion_tokens IS NULL)), 0),
+                coalesce(sum(inference_attempted AND cost_usd IS NULL), 0)
+            FROM receipts {where}
+            """,
+            params,
+        )
+        names = (
+            "turns", "hits", "misses", "avoided_calls", "attempted_calls", "failed_calls",
+            "not_attempted", "prompt_tokens", "completion_tokens", "cost_usd",
+            "unknown_usage_turns", "unknown_cost_turns",
+        )  # fmt: skip
+        return Ledger(**dict(zip(names, row, strict=True)))
