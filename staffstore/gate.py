@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from .matching import REFERENTS, Comparison, Normalized, compare, is_specific, normalize
-from .models import Claim, ClaimStatus, Decision, Turn
-from .store import StaffStore
+from .models import Claim, Decision, Turn
+from .store import StaffStore, as_of
 
 #: No stored question is this long; a longer turn is a miss without a lookup.
 MAX_TURN_CHARS = 4_000
@@ -51,13 +51,6 @@ def _miss(reason: str, score: float | None = None, claim: Claim | None = None) -
     return Decision(
         outcome="miss", reason=reason, score=score, claim_id=claim.id if claim else None
     )
-
-
-def effective_status(claim: Claim, now: datetime) -> ClaimStatus:
-    """A live claim past its expiry is expired, whether or not anyone has marked it so."""
-    if claim.status == "live" and claim.expires_at is not None and claim.expires_at <= now:
-        return "expired"
-    return claim.status
 
 
 def _leans_on_context(turn: Normalized, against: Comparison | None) -> bool:
@@ -84,18 +77,17 @@ def _why_different(turn: Normalized, comparison: Comparison) -> str:
 
 def _freshness(claim: Claim, turn: Turn, now: datetime) -> str | None:
     """None when the claim may serve this turn, else the reason it may not."""
-    status = effective_status(claim, now)
+    status = as_of(claim, now.timestamp()).status
     if status == "retracted":
         return "retracted"
     if status != "live":
         return "stale"
     if turn.repository is not None and claim.repository not in (None, turn.repository):
         return "changed_requirement"  # a finding about another repository
+    # The turn pins the code it asks about; a finding made at another revision of that
+    # repository (or at an unknown one) may no longer hold.
     if turn.revision is not None and claim.repository is not None:
-        # The turn pins the code it asks about; a finding made at another revision of that
-        # repository (or at an unknown one) may no longer hold.
-        if claim.revision != turn.revision:
-            return "stale"
+        return "stale" if claim.revision != turn.revision else None
     return None
 
 
@@ -159,11 +151,15 @@ async def query_first(store: StaffStore, turn: Turn) -> Decision:
     # Questions holding every word of the turn first: fast and usually enough. Only when
     # none asks the same question do we widen to any shared word, to forgive typos and to
     # find the nearest question for an honest miss reason.
-    candidates = await store.candidate_claims(turn.owner, asked.content, require_all=True)
+    candidates = await store.candidate_claims(
+        turn.owner, asked.key, asked.search_words, require_all=True
+    )
     decision = decide(turn, candidates)
     if decision.reason not in _WIDEN_ON:
         return decision
     seen = {claim.id for claim in candidates}
-    wider = await store.candidate_claims(turn.owner, asked.content, require_all=False)
+    wider = await store.candidate_claims(
+        turn.owner, asked.key, asked.search_words, require_all=False
+    )
     extra = [claim for claim in wider if claim.id not in seen]
     return decide(turn, candidates + extra) if extra else decision

@@ -35,10 +35,17 @@ _WRAPPERS = re.compile(
 )
 
 _CONTRACTIONS = (
-    (re.compile(r"\b(can)'?t\b"), r"\1 not"),
+    (re.compile(r"\bcan'?t\b"), "can not"),
     (re.compile(r"\bwon'?t\b"), "will not"),
-    (re.compile(r"n'?t\b"), " not"),
-    (re.compile(r"\bn't\b"), "not"),
+    (re.compile(r"\bain'?t\b"), "is not"),
+    # Only the real auxiliaries: a bare "nt" ending is also "agent", "client", "payment".
+    (
+        re.compile(
+            r"\b(do|does|did|is|are|was|were|have|has|had|would|should|could|must|need)n'?t\b"
+        ),
+        r"\1 not",
+    ),
+    (re.compile(r"\bn't\b"), "not"),  # pre-tokenised text: "does n't"
     (re.compile(r"'re\b"), " are"),
     (re.compile(r"'ll\b"), " will"),
     (re.compile(r"'ve\b"), " have"),
@@ -46,8 +53,27 @@ _CONTRACTIONS = (
     (re.compile(r"'d\b"), " would"),
     (re.compile(r"'s\b"), ""),
 )
-# "won't" and "can't" lose their apostrophes to the tokenizer too, hence the optional quotes;
-# "n't" without an apostrophe is left alone elsewhere, since words such as "don" are rare.
+
+# Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
+_REWRITES = (
+    (re.compile(r"(?<=\d),(?=\d{3}\b)"), ""),  # 4,000 -> 4000
+    (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1"),  # 9th -> 9
+    (re.compile(r"\b(\d+(?:\.\d+)?)([a-z]+)\b"), r"\1 \2"),  # 10mb -> 10 mb, 8s -> 8 s
+    (re.compile(r"(?<=[a-z])-(?=[a-z])"), ""),  # sign-up -> signup, on-call -> oncall
+    (re.compile(r"\bpull\s+requests?\b"), "pr"),
+    (re.compile(r"\bon\s+call\b"), "oncall"),
+    (re.compile(r"\bhow\s+come\b"), "why"),
+    (re.compile(r"\bfor\s+how\s+long\b"), "how long"),
+    (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when"),
+    (re.compile(r"\bcompared\s+(?:to|with)\b"), "vs"),
+    (
+        re.compile(
+            r"\bwhat(?:\s+is|\s+was|'s)?\s+(?:the\s+)?(?:reason|cause)\s+(?:for|of|behind)\b"
+        ),
+        "why",
+    ),
+    (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why"),
+)
 
 # Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
 # questions are about, so they are tokens too. Scripts written without spaces (Chinese,
@@ -59,10 +85,21 @@ _TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*[+#]*|[^\w\s'\".,;:!?()\[\]{}\-/]")
 STOPWORDS = frozenset(
     """
     a an the and or
-    so such very really just
-    is are am be been being do does did doing done
+    so such very really just actually ever yet currently also basically
+    is are am be been being was were do does did doing done has have had having
     what which how whats hows whatre
     some any
+    we us our ours
+    """.split()
+)
+
+# Content words too common to search on (see Normalized.search_words).
+COMMON_CONTENT = frozenset(
+    """
+    of to in on at by for from with as into onto about over under than then there here
+    i we you he she they it this that
+    can could should would will shall may might must
+    why when where who
     """.split()
 )
 
@@ -74,14 +111,13 @@ NEGATIONS = frozenset({"not", "no", "never", "without", "nor", "none", "cannot",
 REFERENTS = frozenset(
     {
         "it", "its", "this", "these", "those", "them", "one", "ones", "other", "others",
-        "former", "latter", "same", "above", "previous", "again", "else",
+        "former", "latter", "same", "previous", "again", "else",
     }
 )  # fmt: skip
 
 # Pronouns collapse to one form per person: "me/my/mine" ask about the same person as "I".
 _PRONOUNS = {
     "i": "i", "me": "i", "my": "i", "mine": "i", "myself": "i",
-    "we": "we", "us": "we", "our": "we", "ours": "we",
     "you": "you", "your": "you", "yours": "you", "yourself": "you", "u": "you", "ur": "you",
     "he": "he", "him": "he", "his": "he", "she": "she", "her": "she", "hers": "she",
     "they": "they", "their": "they", "theirs": "they",
@@ -105,7 +141,8 @@ _IRREGULAR = {
     "fallen": "fall", "grew": "grow", "grown": "grow", "drew": "draw", "drawn": "draw",
     "threw": "throw", "thrown": "throw", "shown": "show", "hid": "hide", "hidden": "hide",
     "children": "child", "people": "person", "men": "man", "women": "woman", "mice": "mouse",
-    "feet": "foot", "teeth": "tooth", "data": "data", "news": "news", "series": "series", "species": "species",
+    "feet": "foot", "teeth": "tooth", "data": "data", "news": "news", "series": "series",
+    "species": "species",
 }  # fmt: skip
 
 # A small, general synonym table: each word maps to a canonical one. Kept to near-perfect
@@ -127,6 +164,15 @@ _SYNONYMS = {
     "film": "movie",
     "reason": "why", "cause": "why",
     "approach": "method", "technique": "method",
+    # Engineering shorthand, each with one reading.
+    "prod": "production", "db": "database", "k8s": "kubernetes", "js": "javascript",
+    "ts": "typescript", "py": "python", "cert": "certificate", "app": "application",
+    "repo": "repository", "config": "configuration", "env": "environment", "min": "minute",
+    "sec": "second", "s": "second", "ms": "millisecond", "hr": "hour", "info": "information",
+    "docs": "documentation", "doc": "documentation", "dir": "directory", "folder": "directory",
+    "char": "character", "versus": "vs", "occasionally": "sometimes", "impact": "affect",
+    "retain": "keep", "bypass": "skip", "every": "all", "regarding": "about",
+    "concerning": "about",
     "simple": "easy", "easiest": "easy", "easier": "easy", "simplest": "easy",
     "correct": "right", "proper": "right",
     "mistake": "error",
@@ -177,7 +223,44 @@ def _stem(word: str) -> str:
     return word
 
 
+# After these, an -ing or -ed form is a verb ("is failing", "was rejected", "has doubled"),
+# so it is safe to reduce it to its stem; elsewhere "bearing" may be a noun.
+_AUXILIARIES = frozenset(
+    "is are was were be been being am has have had get gets got getting keep keeps kept".split()
+)
+# Before "one", these make it a pronoun ("the other one"); elsewhere it is the number 1.
+_ONE_AS_PRONOUN = frozenset(
+    "the that this which other another each every any no first second third last next "
+    "new old same right wrong".split()
+)
+
+
+_DETERMINERS = frozenset("a an the my your his her its our their this that these those".split())
+
+
+def _after_auxiliary(raw: Sequence[str], index: int) -> bool:
+    """An auxiliary shortly before, and no determiner right before: "are the tests failing"."""
+    if index == 0 or raw[index - 1] in _DETERMINERS:
+        return False
+    return any(word in _AUXILIARIES for word in raw[max(0, index - 5) : index])
+
+
+def _verb_stem(word: str) -> str:
+    """Reduce a participle to its verb: failing -> fail, doubled -> double, stopped -> stop."""
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if base[-1] == base[-2] and base[-1] not in "lsz":
+                return base[:-1]
+            if base.endswith(("at", "bl", "iz", "us", "ur", "ov", "rg", "ag", "ct", "pl")):
+                return base + "e" if not base.endswith(("ct",)) else base
+            return base
+    return word
+
+
 def _canonical(token: str) -> str:
+    if token in STOPWORDS:
+        return token
     if token in _PRONOUNS:
         return _PRONOUNS[token]
     if token in _NUMBER_WORDS and token != "one":
@@ -192,7 +275,7 @@ def tokens(text: str) -> list[str]:
     """Lower-cased word tokens with contractions expanded and wrappers removed."""
     text = unicodedata.normalize("NFKC", text).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
-    for pattern, replacement in _CONTRACTIONS:
+    for pattern, replacement in (*_CONTRACTIONS, *_REWRITES):
         text = pattern.sub(replacement, text)
     text = _WRAPPERS.sub(" ", text)
     return _TOKEN.findall(text)
@@ -214,6 +297,17 @@ class Normalized:
         """The indexed form: content words joined by spaces, as FTS5 sees them."""
         return " ".join(self.content)
 
+    @property
+    def search_words(self) -> list[str]:
+        """The content words worth an index lookup: rare enough to narrow the candidates.
+
+        Prepositions, pronouns and modals are content (they change what is asked) but occur in
+        most questions, so searching on them would only slow the lookup down.
+        """
+        searchable = sorted({w for w in self.content if any(ch.isalnum() for ch in w)})
+        informative = [w for w in searchable if w not in COMMON_CONTENT]
+        return informative or searchable
+
 
 @lru_cache(maxsize=65_536)
 def normalize(text: str) -> Normalized:
@@ -223,11 +317,16 @@ def normalize(text: str) -> Normalized:
     content: list[str] = []
     last = len(raw) - 1
     for index, token in enumerate(raw):
+        previous = raw[index - 1] if index else ""
         # A sentence-final "that" ("why is that?") points back at earlier context.
         if token == "that" and index == last:
             word = "that"
         elif token == "that":
             continue
+        elif token == "one":
+            word = "one" if previous in _ONE_AS_PRONOUN or index == last else "1"
+        elif token.endswith(("ing", "ed")) and _after_auxiliary(raw, index):
+            word = _canonical(_IRREGULAR.get(token, _verb_stem(token)))
         else:
             word = _canonical(token)
         words.append(word)
@@ -260,9 +359,15 @@ def _typo_close(a: str, b: str) -> bool:
     return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
+#: A question with more slips than this is not the stored question retyped.
+MAX_TYPOS = 2
+
+
 def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
     """Map each turn content word onto the claim's content, allowing typos; None if one fails."""
     claim_set = set(claim)
+    if len(set(turn) - claim_set) > MAX_TYPOS:
+        return None  # cheap reject before any edit distances
     mapped: list[str] = []
     for word in turn:
         if word in claim_set:
@@ -276,18 +381,28 @@ def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
 
 
 def same_order(turn: Sequence[str], claim: Sequence[str]) -> bool:
-    """True when the turn keeps the claim's word order, or moves one whole phrase to the front.
+    """True when the turn keeps the claim's word order, up to moving one phrase elsewhere.
 
-    Repeated words are kept: "Ted is John's son" and "John is Ted's son" differ only there.
+    "About X, what did K find" moves one phrase of "what did K find about X" and is the same
+    question; "flights from A to B" / "from B to A" needs two moves and is not. Repeated words
+    are kept: "Ted is John's son" and "John is Ted's son" differ only there.
     """
     a, b = list(turn), list(claim)
     if a == b:
         return True
     if len(a) != len(b):
         return False
-    # A rotation is the one reordering that moves a single contiguous phrase (front <-> back).
-    doubled = b + b
-    return any(doubled[i : i + len(a)] == a for i in range(1, len(b)))
+    # Moving one contiguous block is, once the shared prefix and suffix are set aside, a
+    # rotation of what remains.
+    start = 0
+    while a[start] == b[start]:
+        start += 1
+    end = len(a)
+    while a[end - 1] == b[end - 1]:
+        end -= 1
+    middle_a, middle_b = a[start:end], b[start:end]
+    doubled = middle_b + middle_b
+    return any(doubled[i : i + len(middle_a)] == middle_a for i in range(1, len(middle_b)))
 
 
 @dataclass(frozen=True)
@@ -306,11 +421,8 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
     similarity = _similarity(turn, claim)
     mapped = align(turn.content, claim.content)
     if mapped is None:
-        turn_set = turn.content_set
-        extra = frozenset(w for w in turn_set if not any(_typo_close(w, c) for c in claim.content))
-        missing = frozenset(
-            c for c in claim.content_set if not any(_typo_close(w, c) for w in turn_set)
-        )
+        missing = claim.content_set - turn.content_set
+        extra = turn.content_set - claim.content_set
         return Comparison(False, similarity, missing, extra, False)
     missing = claim.content_set - set(mapped)
     order_ok = same_order(mapped, claim.content)

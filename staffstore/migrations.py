@@ -118,4 +118,21 @@ MIGRATIONS: list[list[str]] = [
         """,
         "CREATE INDEX receipts_by_owner ON receipts (owner, started_at)",
     ],
+    # 2: answers the HTTP proxy paid for, kept to serve exact repeats of the same request.
+    [
+        """
+        CREATE TABLE kept_answers (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            -- content hash of the canonical JSON of model, parameters and messages
+            request_hash TEXT NOT NULL,
+            receipt_id TEXT NOT NULL,
+            model TEXT,
+            answer TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL,
+            PRIMARY KEY (owner, namespace, request_hash)
+        )
+        """,
+    ],
 ]

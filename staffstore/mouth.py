@@ -113,7 +113,9 @@ async def ensure_mouth(
         session_id=session_id, answer=reply.text,
     )  # fmt: skip
     await _record(store, receipt, session_id, turn, reply.text)
-    return TurnResult(answer=reply.text, decision=decision, receipt=receipt, working_set=working_set)
+    return TurnResult(
+        answer=reply.text, decision=decision, receipt=receipt, working_set=working_set
+    )
 
 
 async def _record(

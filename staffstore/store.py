@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,11 +52,22 @@ def _epoch(moment: datetime | None) -> float | None:
 
 
 def _moment(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+    return None if epoch is None else _at(epoch)
+
+
+def _at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _now(now: datetime | None) -> float:
     return now.timestamp() if now is not None else time.time()
+
+
+def as_of(claim: Claim, epoch: float) -> Claim:
+    """The claim with its status as the clock has it: a live claim past expiry is expired."""
+    if claim.status == "live" and claim.expires_at and claim.expires_at.timestamp() <= epoch:
+        return claim.model_copy(update={"status": "expired"})
+    return claim
 
 
 def fts_phrase(word: str) -> str:
@@ -70,7 +82,7 @@ def _row_to_claim(row: Sequence[Any]) -> Claim:
         id=id_, owner=owner, agent=agent, question=question, answer=answer, source=source,
         job_id=job_id, repository=repository, profile=profile, revision=revision,
         inputs_fingerprint=fingerprint, status=status, expires_at=_moment(expires_at),
-        created_at=_moment(created_at), superseded_by=superseded_by,
+        created_at=_at(created_at), superseded_by=superseded_by,
     )  # fmt: skip
 
 
@@ -145,7 +157,9 @@ class StaffStore:
             await store._prepare()
         except sqlite3.DatabaseError as error:
             await db.close()
-            raise CorruptStoreError(f"{path} is damaged or not a staffstore database: {error}")
+            raise CorruptStoreError(
+                f"{path} is damaged or not a staffstore database: {error}"
+            ) from error
         except BaseException:
             await db.close()
             raise
@@ -165,30 +179,36 @@ class StaffStore:
         version = int(row[0]) if row else 0
         if version > len(MIGRATIONS):
             raise StoreError(
-                f"{self.path} was written by a newer staffstore (schema {version}); upgrade staffstore"
+                f"{self.path} was written by a newer staffstore (schema {version}); "
+                "upgrade staffstore to open it"
             )
         for number in range(version, len(MIGRATIONS)):
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
+            async with self._transaction():
                 for statement in MIGRATIONS[number]:
                     await self._db.execute(statement)
                 await self._db.execute(f"PRAGMA user_version = {number + 1}")
-                await self._db.execute("COMMIT")
-            except BaseException:
-                await self._db.execute("ROLLBACK")
-                raise
         return len(MIGRATIONS)
 
     async def close(self) -> None:
         await self._db.close()
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        async with self._db.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        try:
+            async with self._db.execute(sql, params) as cursor:
+                return list(await cursor.fetchall())
+        except sqlite3.DatabaseError as error:
+            raise self._damaged(error) from error
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        async with self._db.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        rows = await self._fetchall(sql, params)
+        return rows[0] if rows else None
+
+    def _damaged(self, error: sqlite3.DatabaseError) -> StoreError:
+        # A file with a valid header can still have damaged pages; say so plainly.
+        message = str(error)
+        if "malformed" in message or "not a database" in message:
+            return CorruptStoreError(f"{self.path} is damaged: {message}")
+        return StoreError(f"{self.path}: {message}")
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -231,7 +251,7 @@ class StaffStore:
 
     async def ensure_claim(self, claim: NewClaim, *, now: datetime | None = None) -> Claim:
         """Store a claim once; storing the same claim again returns the stored one."""
-        (stored, _added) = (await self.ensure_claims([claim], now=now))[0]
+        ((stored, _added),) = await self.ensure_claims([claim], now=now)
         return stored
 
     async def ensure_claims(
@@ -239,48 +259,66 @@ class StaffStore:
     ) -> list[tuple[Claim, bool]]:
         """Store many claims in one transaction; each comes back with whether it was new.
 
-        A claim with a revision supersedes the owner's live claims that ask the same question
-        about the same repository and profile at another revision.
+        A claim with a revision supersedes the owner's live claims stored before it that ask
+        the same question about the same repository and profile at another revision.
         """
         moment = _now(now)
-        results: list[tuple[Claim, bool]] = []
+        batch = [(claim_id(claim), claim) for claim in claims]
+        stored: dict[str, Claim] = {}
+        ids = list(dict.fromkeys(identity for identity, _ in batch))
+        for start in range(0, len(ids), 500):  # under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for row in await self._fetchall(
+                f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE id IN ({marks})", chunk
+            ):
+                stored[row[0]] = _row_to_claim(row)
+        existing = set(stored)
+        rows, supersessions = [], []
+        for identity, claim in batch:
+            if identity in stored:
+                continue
+            key = normalize(claim.question).key
+            rows.append(
+                (
+                    identity, claim.owner, claim.agent, claim.question, claim.answer,
+                    claim.source, claim.job_id, claim.repository, claim.profile, claim.revision,
+                    claim.inputs_fingerprint, _epoch(claim.expires_at), moment, key,
+                )
+            )  # fmt: skip
+            if claim.revision is not None:
+                supersessions.append(
+                    (identity, claim.owner, key, claim.repository, claim.profile,
+                     claim.revision, identity)
+                )  # fmt: skip
+            stored[identity] = Claim(
+                **claim.model_dump(), id=identity, status="live", created_at=_at(moment)
+            )
+        async with self._transaction():
+            await self._db.executemany(
+                f"INSERT INTO claims ({_CLAIM_COLUMNS}, search_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?, ?, NULL, ?)",
+                rows,
+            )
+            # In insertion order, so within one batch the later revision is the one that wins.
+            await self._db.executemany(
+                "UPDATE claims SET status = 'superseded', superseded_by = ? "
+                "WHERE owner = ? AND search_key = ? AND status = 'live' "
+                "AND repository IS ? AND profile IS ? AND revision IS NOT ? "
+                "AND rowid < (SELECT rowid FROM claims WHERE id = ?)",
+                supersessions,
+            )
+        return [(stored[identity], identity not in existing) for identity, _ in batch]
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
         await self._db.execute("BEGIN IMMEDIATE")
         try:
-            for claim in claims:
-                results.append(await self._insert_claim(claim, moment))
-            await self._db.execute("COMMIT")
+            yield
         except BaseException:
             await self._db.execute("ROLLBACK")
             raise
-        return results
-
-    async def _insert_claim(self, claim: NewClaim, moment: float) -> tuple[Claim, bool]:
-        identity = claim_id(claim)
-        existing = await self._fetchone(
-            f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE id = ?", (identity,)
-        )
-        if existing:
-            return _row_to_claim(existing), False
-        key = normalize(claim.question).key
-        await self._db.execute(
-            f"INSERT INTO claims ({_CLAIM_COLUMNS}, search_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?, ?, NULL, ?)",
-            (
-                identity, claim.owner, claim.agent, claim.question, claim.answer, claim.source,
-                claim.job_id, claim.repository, claim.profile, claim.revision,
-                claim.inputs_fingerprint, _epoch(claim.expires_at), moment, key,
-            ),
-        )  # fmt: skip
-        if claim.revision is not None:
-            await self._db.execute(
-                "UPDATE claims SET status = 'superseded', superseded_by = ? "
-                "WHERE owner = ? AND search_key = ? AND status = 'live' AND id != ? "
-                "AND repository IS ? AND profile IS ? AND revision IS NOT ?",
-                (identity, claim.owner, key, identity, claim.repository, claim.profile,
-                 claim.revision),
-            )  # fmt: skip
-        stored = Claim(**claim.model_dump(), id=identity, status="live", created_at=_moment(moment))
-        return stored, True
+        await self._db.execute("COMMIT")
 
     async def get_claim(self, owner: str, claim_id: str) -> Claim:
         """The owner's claim with this id (a unique prefix of at least 6 characters will do)."""
@@ -296,17 +334,35 @@ class StaffStore:
         return _row_to_claim(rows[0])
 
     async def list_claims(
-        self, owner: str, *, status: ClaimStatus | None = None, limit: int = 50, offset: int = 0
+        self,
+        owner: str,
+        *,
+        status: ClaimStatus | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        now: datetime | None = None,
     ) -> list[Claim]:
-        """The owner's claims, newest first, optionally of one status."""
+        """The owner's claims, newest first, optionally of one status.
+
+        A live claim past its expiry is listed as expired: expiry is a fact of the clock, and
+        nothing has to run to make it true.
+        """
+        moment = _now(now)
         sql = f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE owner = ?"
         params: list[Any] = [owner]
-        if status is not None:
+        if status == "expired":
+            sql += " AND (status = 'expired' OR (status = 'live' AND expires_at <= ?))"
+            params.append(moment)
+        elif status == "live":
+            sql += " AND status = 'live' AND (expires_at IS NULL OR expires_at > ?)"
+            params.append(moment)
+        elif status is not None:
             sql += " AND status = ?"
             params.append(status)
         sql += " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?"
         params += [limit, offset]
-        return [_row_to_claim(row) for row in await self._fetchall(sql, params)]
+        claims = [_row_to_claim(row) for row in await self._fetchall(sql, params)]
+        return [as_of(claim, moment) for claim in claims]
 
     async def search_claims(self, owner: str, text: str, *, limit: int = 20) -> list[Claim]:
         """Full-text search of the owner's claims (questions and answers), best first.
@@ -343,28 +399,39 @@ class StaffStore:
         return [_row_to_claim(row) for row in rows]
 
     async def candidate_claims(
-        self, owner: str, key_words: Sequence[str], *, require_all: bool, limit: int = 16
+        self, owner: str, key: str, words: Sequence[str], *, require_all: bool, limit: int = 16
     ) -> list[Claim]:
-        """Claims of any status whose question shares words with `key_words`.
+        """Claims of any status whose question has the content `key` or shares `words`.
 
-        `require_all` asks FTS5 for questions holding every word (fast, exact); otherwise any
-        word will do and the best `limit` by BM25 come back (for typos and near misses). Claims
-        whose question key equals the words exactly always come back first.
+        Questions whose key equals `key` exactly come first (an index lookup). Then FTS5:
+        with `require_all`, questions holding every word (fast, exact); otherwise questions
+        holding all words but one, best `limit` by BM25 first (for typos and near misses).
         """
-        columns = _QUALIFIED_CLAIM_COLUMNS
         found: dict[str, Claim] = {}
         for row in await self._fetchall(
-            f"SELECT {columns} FROM claims c WHERE c.owner = ? AND c.search_key = ? LIMIT ?",
-            (owner, " ".join(key_words), limit),
+            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} FROM claims c "
+            "WHERE c.owner = ? AND c.search_key = ? LIMIT ?",
+            (owner, key, limit),
         ):
             found[row[0]] = _row_to_claim(row)
-        searchable = sorted({w for w in key_words if any(ch.isalnum() for ch in w)})
-        if searchable:
-            joiner = " AND " if require_all else " OR "
-            match = "search_key : (" + joiner.join(fts_phrase(w) for w in searchable) + ")"
+        if words and (require_all or len(words) > 1):
+            if require_all:
+                # Every word: no ranking needed, the question key decides among them.
+                match = "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
+                order = ""
+            else:
+                # Every word but one: enough to find a question with one slip or one changed
+                # word, without ranking every question that shares a single common word.
+                clauses = [
+                    "(" + " AND ".join(fts_phrase(w) for w in words if w != left_out) + ")"
+                    for left_out in words
+                ]
+                match = "search_key : (" + " OR ".join(clauses) + ")"
+                order = " ORDER BY claims_fts.rank"
             for row in await self._fetchall(
-                f"SELECT {columns} FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
-                "WHERE claims_fts MATCH ? AND c.owner = ? ORDER BY claims_fts.rank LIMIT ?",
+                f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+                "FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
+                f"WHERE claims_fts MATCH ? AND c.owner = ?{order} LIMIT ?",
                 (match, owner, limit),
             ):
                 found.setdefault(row[0], _row_to_claim(row))
@@ -472,3 +539,82 @@ class StaffStore:
             "unknown_usage_turns", "unknown_cost_turns",
         )  # fmt: skip
         return Ledger(**dict(zip(names, row, strict=True)))
+
+    # -- kept answers (the HTTP proxy's exact repeats) ----------------------------------------
+    # Added for proxy.py: an answer the proxy paid for, addressed by a hash of the request, so
+    # the very same request from the same owner is served again without a model call.
+
+    async def keep_answer(self, kept: KeptAnswer) -> None:
+        """Keep a paid answer for its request; a newer answer to the same request replaces it."""
+        await self._db.execute(
+            "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, receipt_id, "
+            "model, answer, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kept.owner, kept.namespace, kept.request_hash, kept.receipt_id, kept.model,
+             kept.answer, kept.created_at.timestamp(), _epoch(kept.expires_at)),
+        )  # fmt: skip
+
+    async def kept_answer(
+        self,
+        owner: str,
+        namespace: str,
+        request_hash: str,
+        *,
+        max_age: float | None = None,
+        now: datetime | None = None,
+    ) -> KeptAnswer | None:
+        """The owner's unexpired kept answer to this request, no older than `max_age` seconds."""
+        moment = _now(now)
+        oldest = moment - max_age if max_age is not None else None
+        row = await self._fetchone(
+            "SELECT receipt_id, model, answer, created_at, expires_at FROM kept_answers "
+            "WHERE owner = ? AND namespace = ? AND request_hash = ? "
+            "AND (expires_at IS NULL OR expires_at > ?) AND (? IS NULL OR created_at >= ?)",
+            (owner, namespace, request_hash, moment, oldest, oldest),
+        )
+        if row is None:
+            return None
+        receipt_id, model, answer, created_at, expires_at = row
+        return KeptAnswer(
+            owner=owner, namespace=namespace, request_hash=request_hash, receipt_id=receipt_id,
+            model=model, answer=answer, created_at=_at(created_at), expires_at=_moment(expires_at),
+        )  # fmt: skip
+
+    async def record_turn(
+        self,
+        receipt: Receipt,
+        *,
+        session_id: str | None = None,
+        messages: Sequence[tuple[Role, str]] = (),
+        kept: KeptAnswer | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """Write a turn's receipt, its session messages and its kept answer in one transaction.
+
+        The connection is shared: a caller running turns concurrently must serialize its
+        writes (the proxy holds one lock), or one turn's BEGIN meets another's open transaction.
+        """
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if session_id is not None and messages:
+                await self.append_messages(session_id, messages, now=now)
+            if kept is not None:
+                await self.keep_answer(kept)
+            await self.add_receipt(receipt)
+            await self._db.execute("COMMIT")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+
+
+@dataclass(frozen=True)
+class KeptAnswer:
+    """A paid answer kept for its request: served again for an exact repeat of that request."""
+
+    owner: str
+    namespace: str
+    request_hash: str
+    receipt_id: str
+    model: str | None
+    answer: str
+    created_at: datetime
+    expires_at: datetime | None = None

@@ -1,1 +1,10 @@
-"""Deterministic offline replays."""
+"""Deterministic offline replays: scripted turns through the real gate, mouth and store.
+
+Each replay plays hand-written turns with gold labels through ensure_mouth against a
+StaffStore on a temporary SQLite file, with a local deterministic model in place of the
+network, and writes what was asked (`<name>-spec.json`) and what happened (`<name>-ledger.json`).
+"""
+
+from .runner import REPLAYS, ReplayFn, run_all, run_replay
+
+__all__ = ["REPLAYS", "ReplayFn", "run_all", "run_replay"]

@@ -1,0 +1,355 @@
+"""Proxy benchmark: hit latency and throughput, and what a miss costs over calling the model directly.
+
+Three servers run in processes of their own on 127.0.0.1: the fake upstream (FakeOpenRouter,
+answering at once), the staffstore proxy in front of it, and a bare Starlette app that returns
+a fixed chat.completion (the floor: the same uvicorn and Starlette, no store). A small raw
+HTTP/1.1 keep-alive client times, for ours and the bare app alike: sequential hit latency (p50,
+p99) and hits per second with 50 concurrent connections. Misses are timed through the proxy
+and directly against the fake upstream, interleaved, with a fresh question each time.
+Results go to ledgers/bench-proxy.json. Run: `.venv/bin/python benchmarks/bench_proxy.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM_KEY = "sk-bench-upstream"
+CLIENT_KEY = "sk-bench-client"
+TARGETS = {"hit_p50_ms": 3.0, "miss_overhead_p50_ms": 2.0}
+CLAIMS = 200
+
+
+# -- the servers, each run in a process of its own; each reports its port on a queue ----------
+
+
+def _uvicorn(app: Any, ready: Any, **options: Any) -> None:
+    import uvicorn
+
+    # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on sockets that say they
+    # are TCP, and without it Nagle and delayed ACKs add 40 ms to every keep-alive request.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    ready.put(sock.getsockname()[1])
+    options.setdefault("lifespan", "on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, **options)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def serve_fake(ready: Any) -> None:
+    from staffstore.testing import FakeOpenRouter
+
+    fake = FakeOpenRouter(api_key=UPSTREAM_KEY, comments=False)
+    # The fake's ASGI app on our socket rather than fake.serve_in_thread(): that helper's
+    # listening socket leaves TCP_NODELAY unset (see _uvicorn), which would add 40 ms to the
+    # direct calls and the proxied misses alike and bury the overhead being measured.
+    _uvicorn(fake._asgi, ready, interface="asgi3", lifespan="off")
+
+
+def serve_proxy(ready: Any, db: str, upstream_url: str) -> None:
+    from staffstore.proxy import create_app
+    from staffstore.serve_config import OwnerKey, ServeConfig, hash_key
+
+    config = ServeConfig(
+        db_path=Path(db),
+        upstream_url=upstream_url,
+        upstream_key=UPSTREAM_KEY,
+        keys={hash_key(CLIENT_KEY): OwnerKey("bench")},
+        upstream_retries=0,
+    )
+    _uvicorn(create_app(config), ready)
+
+
+def serve_bare(ready: Any) -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from staffstore.proxy_wire import completion_body
+
+    body = completion_body("It is 7.", "bench/model")
+
+    async def chat(request: Request) -> Response:
+        await request.body()
+        return JSONResponse(body)
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    _uvicorn(app, ready)
+
+
+def _start(target: Any, *args: Any) -> tuple[multiprocessing.process.BaseProcess, int]:
+    context = multiprocessing.get_context("spawn")
+    ready = context.Queue()
+    process = context.Process(target=target, args=(ready, *args), daemon=True)
+    process.start()
+    port: int = ready.get(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return process, port
+        except OSError:
+            time.sleep(0.05)
+    process.terminate()
+    raise RuntimeError(f"{target.__name__} did not start")
+
+
+# -- a small raw HTTP/1.1 client: cheap enough that the servers, not it, are measured ----------
+
+
+class Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def post(self, path: str, body: bytes, key: str) -> tuple[int, dict[str, str], bytes]:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        status_line, *lines = raw.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines:
+            if line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            data = await self.reader.readexactly(int(headers["content-length"]))
+        else:  # chunked
+            parts = []
+            while True:
+                size = int((await self.reader.readline()).strip(), 16)
+                if size == 0:
+                    await self.reader.readline()
+                    break
+                parts.append(await self.reader.readexactly(size))
+                await self.reader.readline()
+            data = b"".join(parts)
+        return int(status_line.split()[1]), headers, data
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _ask(text: str) -> bytes:
+    return json.dumps(
+        {"model": "bench/model", "messages": [{"role": "user", "content": text}]}
+    ).encode()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def latency(port: int, bodies: list[bytes], *, expect: str | None) -> list[float]:
+    """Sequential requests on one keep-alive connection; milliseconds each."""
+    connection = await Connection.open(port)
+    times = []
+    try:
+        for body in bodies:
+            started = time.perf_counter()
+            status, headers, _ = await connection.post("/v1/chat/completions", body, CLIENT_KEY)
+            times.append((time.perf_counter() - started) * 1000)
+            assert status == 200, status
+            if expect is not None:
+                assert headers.get("x-staffstore-outcome") == expect, headers
+    finally:
+        connection.close()
+    return times
+
+
+async def throughput(port: int, bodies: list[bytes], clients: int, seconds: float) -> float:
+    """Requests per second with `clients` connections each sending as fast as answered."""
+    connections = [await Connection.open(port) for _ in range(clients)]
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def run(number: int, connection: Connection) -> None:
+        nonlocal done
+        i = number
+        while time.perf_counter() < stop:
+            status, _, _ = await connection.post(
+                "/v1/chat/completions", bodies[i % len(bodies)], CLIENT_KEY
+            )
+            assert status == 200, status
+            done += 1
+            i += clients
+
+    started = time.perf_counter()
+    await asyncio.gather(*(run(n, c) for n, c in enumerate(connections)))
+    elapsed = time.perf_counter() - started
+    for connection in connections:
+        connection.close()
+    return done / elapsed
+
+
+async def miss_overhead(proxy_port: int, fake_port: int, count: int) -> dict[str, Any]:
+    """Fresh questions, interleaved: through the proxy, and straight to the fake upstream."""
+    proxy = await Connection.open(proxy_port)
+    direct = await Connection.open(fake_port)
+    through, straight = [], []
+    try:
+        for i in range(count):
+            body = _ask(f"an unseen question about widget {i} and gadget {i * 7}")
+            started = time.perf_counter()
+            status, headers, _ = await proxy.post("/v1/chat/completions", body, CLIENT_KEY)
+            through.append((time.perf_counter() - started) * 1000)
+            assert (status, headers.get("x-staffstore-outcome")) == (200, "miss"), headers
+            started = time.perf_counter()
+            status, _, _ = await direct.post("/api/v1/chat/completions", body, UPSTREAM_KEY)
+            straight.append((time.perf_counter() - started) * 1000)
+            assert status == 200
+    finally:
+        proxy.close()
+        direct.close()
+    return {
+        "proxy_p50_ms": statistics.median(through),
+        "direct_p50_ms": statistics.median(straight),
+        "overhead_p50_ms": statistics.median(through) - statistics.median(straight),
+        "overhead_p50_of_pairs_ms": statistics.median(
+            t - s for t, s in zip(through, straight, strict=True)
+        ),
+        "count": count,
+    }
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p99_ms": round(_percentile(times, 0.99), 3),
+        "mean_ms": round(statistics.fmean(times), 3),
+        "count": len(times),
+    }
+
+
+async def _seed(db: Path) -> list[str]:
+    from staffstore.models import NewClaim
+    from staffstore.store import StaffStore
+
+    questions = [f"What is the bench setting number {i}?" for i in range(CLAIMS)]
+    async with StaffStore.open(db) as store:
+        await store.ensure_claims(
+            NewClaim(owner="bench", question=q, answer=f"It is {i}.")
+            for i, q in enumerate(questions)
+        )
+    return questions
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    db = workdir / "bench.db"
+    questions = await _seed(db)
+    fake, fake_port = _start(serve_fake)
+    proxy, proxy_port = _start(serve_proxy, str(db), f"http://127.0.0.1:{fake_port}/api/v1")
+    bare, bare_port = _start(serve_bare)
+    try:
+        claim_hits = [_ask(q.lower().rstrip("?")) for q in questions]
+        # Exact repeats: pay once for each question, then ask it again.
+        repeats = [_ask(f"a question to repeat, number {i}") for i in range(50)]
+        await latency(proxy_port, repeats, expect="miss")
+
+        warm = args.requests // 10
+        await latency(proxy_port, claim_hits[:warm], expect="hit")
+        await latency(bare_port, claim_hits[:warm], expect=None)
+        sequence = [claim_hits[i % len(claim_hits)] for i in range(args.requests)]
+        ours_claim = await latency(proxy_port, sequence, expect="hit")
+        ours_repeat = await latency(
+            proxy_port, [repeats[i % len(repeats)] for i in range(args.requests)], expect="hit"
+        )
+        bare_times = await latency(bare_port, sequence, expect=None)
+
+        ours_rps = await throughput(proxy_port, claim_hits, args.clients, args.seconds)
+        bare_rps = await throughput(bare_port, claim_hits, args.clients, args.seconds)
+        misses = await miss_overhead(proxy_port, fake_port, args.misses)
+    finally:
+        for process in (fake, proxy, bare):
+            process.terminate()
+            process.join(5)
+
+    ours = _summary(ours_claim)
+    bare_summary = _summary(bare_times)
+    return {
+        "benchmark": "proxy",
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "http": "uvicorn h11 (pure Python); httptools not installed",
+        },
+        "workload": {
+            "claims": CLAIMS,
+            "sequential_requests": args.requests,
+            "concurrent_clients": args.clients,
+            "throughput_seconds": args.seconds,
+            "client": "raw HTTP/1.1 keep-alive over asyncio streams, one process",
+            "note": "client, proxy, fake upstream and bare app share the machine's 2 cores",
+        },
+        "hit_claim": ours,
+        "hit_exact_repeat": _summary(ours_repeat),
+        "bare_starlette": bare_summary,
+        "hit_p50_ratio_ours_over_bare": round(ours["p50_ms"] / bare_summary["p50_ms"], 2),
+        "hits_per_second": round(ours_rps, 1),
+        "bare_requests_per_second": round(bare_rps, 1),
+        "throughput_ratio_ours_over_bare": round(ours_rps / bare_rps, 3),
+        "miss": {k: round(v, 3) if isinstance(v, float) else v for k, v in misses.items()},
+        "targets": TARGETS,
+        "meets_targets": {
+            "hit_p50_ms": ours["p50_ms"] <= TARGETS["hit_p50_ms"],
+            "miss_overhead_p50_ms": misses["overhead_p50_ms"] <= TARGETS["miss_overhead_p50_ms"],
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="sequential hits per series")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent connections")
+    parser.add_argument("--seconds", type=float, default=5.0, help="throughput run length")
+    parser.add_argument("--misses", type=int, default=300, help="miss pairs to time")
+    parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-proxy.json")
+    args = parser.parse_args()
+    result = asyncio.run(run(args))
+    args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    hit, bare, miss = result["hit_claim"], result["bare_starlette"], result["miss"]
+    repeat = result["hit_exact_repeat"]
+    print(f"hit (claim)         p50 {hit['p50_ms']:.3f} ms   p99 {hit['p99_ms']:.3f} ms")
+    print(f"hit (exact repeat)  p50 {repeat['p50_ms']:.3f} ms   p99 {repeat['p99_ms']:.3f} ms")
+    print(f"bare starlette      p50 {bare['p50_ms']:.3f} ms   p99 {bare['p99_ms']:.3f} ms")
+    print(f"hit p50 ours/bare   {result['hit_p50_ratio_ours_over_bare']:.2f}x")
+    print(
+        f"hits/s, {args.clients} clients  {result['hits_per_second']:.0f}"
+        f"   (bare {result['bare_requests_per_second']:.0f}/s,"
+        f" ratio {result['throughput_ratio_ours_over_bare']:.2f})"
+    )
+    print(
+        f"miss p50            {miss['proxy_p50_ms']:.3f} ms via proxy,"
+        f" {miss['direct_p50_ms']:.3f} ms direct: overhead {miss['overhead_p50_ms']:.3f} ms"
+    )
+    print(f"targets met         {result['meets_targets']}")
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

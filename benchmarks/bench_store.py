@@ -1,0 +1,184 @@
+"""Store and gate benchmark: import time, query_first latency, batch `query --jsonl` throughput.
+
+Fills a fresh store with N synthetic claims (N = 1,000, 10,000, 100,000 by default) through the
+same import path the CLI uses, then times query_first on a mix of paraphrased hits and misses,
+and pipes 10,000 queries through the real `staffstore query --jsonl` command. Results go to
+ledgers/bench-store.json. Run: `.venv/bin/python benchmarks/bench_store.py [--sizes 1000,10000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from staffstore.gate import query_first
+from staffstore.importer import read_claims, store_claims
+from staffstore.models import Turn
+from staffstore.store import StaffStore
+
+ROOT = Path(__file__).resolve().parent.parent
+SYLLABLES = "ka lo mi ne ru ta vo shi den gar pol sen tri bex qua mor lin zed fen ox".split()
+TOPICS = (
+    "What did {agent} find about the {a} {b} in {c}?",
+    "Why does the {a} {b} fail on {c}?",
+    "How is {a} {b} configured for the {c} service?",
+    "Which {a} version does {c} pin for {b}?",
+    "Where is the {a} {b} defined in {c}?",
+)
+ASKING = (
+    "{q}",
+    "{lower}",
+    "hey, {lower}",
+    "Could you tell me {lower}",
+    "{q} thanks",
+)
+
+
+def word(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
+
+
+def make_claims(count: int, seed: int) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    vocabulary = [word(rng) for _ in range(max(count // 4, 500))]
+    claims, seen = [], set()
+    while len(claims) < count:
+        question = rng.choice(TOPICS).format(
+            agent=rng.choice(("Kernel", "Scout", "Atlas")),
+            a=rng.choice(vocabulary),
+            b=rng.choice(vocabulary),
+            c=rng.choice(vocabulary),
+        )
+        if question in seen:
+            continue
+        seen.add(question)
+        claims.append(
+            {
+                "owner": "bench",
+                "agent": "kernel",
+                "question": question,
+                "answer": f"Finding {len(claims)}: {question.lower()[:-1]} is settled.",
+                "source": "job",
+                "job_id": f"J-{len(claims)}",
+            }
+        )
+    return claims
+
+
+def make_queries(claims: list[dict[str, str]], count: int, seed: int) -> list[str]:
+    """Half ask a stored question in other words; half change one word of one (misses)."""
+    rng = random.Random(seed + 1)
+    queries = []
+    for index in range(count):
+        question = rng.choice(claims)["question"]
+        if index % 2:
+            words = question.split()
+            words[-1] = word(rng) + "?"
+            question = " ".join(words)
+        asked = rng.choice(ASKING).format(q=question, lower=question.lower())
+        queries.append(asked)
+    return queries
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict[str, object]:
+    claims = make_claims(count, seed)
+    source = scratch / f"claims-{count}.jsonl"
+    source.write_text("".join(json.dumps(c) + "\n" for c in claims), encoding="utf-8")
+    db = scratch / f"bench-{count}.db"
+
+    started = time.perf_counter()
+    parsed = read_claims(source)
+    async with StaffStore.open(db) as store:
+        await store_claims(store, parsed)
+    import_seconds = time.perf_counter() - started
+
+    queries = make_queries(claims, samples, seed)
+    latencies, hits = [], 0
+    async with StaffStore.open(db) as store:
+        for text in queries[:200]:  # warm the page cache and the normaliser
+            await query_first(store, Turn(owner="bench", text=text))
+        for text in queries:
+            began = time.perf_counter()
+            decision = await query_first(store, Turn(owner="bench", text=text))
+            latencies.append((time.perf_counter() - began) * 1000.0)
+            hits += decision.hit
+
+    lines = "".join(json.dumps({"owner": "bench", "text": q}) + "\n" for q in queries * 2)
+    batch_queries = len(queries) * 2
+    began = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-m", "staffstore.cli", "--db", str(db), "query", "--jsonl"],
+        input=lines.encode(),
+        capture_output=True,
+        check=True,
+    )
+    batch_seconds = time.perf_counter() - began
+    answered = completed.stdout.decode().count("\n")
+    return {
+        "claims": count,
+        "import_seconds": round(import_seconds, 3),
+        "import_claims_per_second": round(count / import_seconds, 1),
+        "queries": len(queries),
+        "hit_fraction": round(hits / len(queries), 4),
+        "query_first_ms": {
+            "p50": round(percentile(latencies, 0.50), 3),
+            "p90": round(percentile(latencies, 0.90), 3),
+            "p99": round(percentile(latencies, 0.99), 3),
+            "mean": round(statistics.fmean(latencies), 3),
+        },
+        "batch_jsonl": {
+            "queries": batch_queries,
+            "answered": answered,
+            "seconds": round(batch_seconds, 3),
+            "queries_per_second": round(batch_queries / batch_seconds, 1),
+        },
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--samples", type=int, default=5_000)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-store.json")
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="staffstore-bench-") as scratch:
+        for size in (int(s) for s in args.sizes.split(",")):
+            result = await bench_size(size, Path(scratch), args.seed, args.samples)
+            results.append(result)
+            q, b = result["query_first_ms"], result["batch_jsonl"]
+            print(
+                f"{size:>7} claims: import {result['import_seconds']:.2f}s"
+                f" | query_first p50 {q['p50']:.3f} ms p99 {q['p99']:.3f} ms"  # type: ignore[index]
+                f" | hits {result['hit_fraction']:.0%}"
+                f" | query --jsonl {b['queries_per_second']:.0f}/s"  # type: ignore[index]
+            )
+    report = {
+        "benchmark": "store",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "targets": {"p99_ms_at_100k": 5.0, "import_seconds_at_100k": 30.0},
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

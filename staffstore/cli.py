@@ -1,0 +1,694 @@
+"""The `staffstore` command line: each command parses, makes one library call, and prints.
+
+Mistakes a user can make (a missing file, a bad value, a damaged database, no API key, an
+unknown claim) end in one `error: ...` line on standard error and a non-zero exit, never a
+traceback: exit 1 for a failed command, 2 for a usage error, 130 when interrupted.
+
+More commands plug in through EXTENSIONS: each named module has `register(app)`, which adds
+commands or sub-apps to `app` and may use `db_path`, `run` and the printers below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sqlite3
+import sys
+from collections.abc import Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from pydantic import ValidationError
+
+from .config import DB_ENV, DEFAULTS, default_db_path
+from .errors import ImportFileError, InputError, StaffstoreError
+from .gate import query_first
+from .importer import (
+    ImportReport,
+    describe_bad_lines,
+    new_claim,
+    read_claims,
+    store_claims,
+    validation_message,
+)
+from .models import Claim, ClaimSource, ClaimStatus, Decision, Ledger, Receipt, Turn, TurnResult
+from .mouth import ensure_mouth
+from .store import StaffStore
+from .upstream import API_KEY_ENV, OpenRouter
+
+T = TypeVar("T")
+
+#: Modules that add commands (replay, charts, report, serve, bench, ...): each is imported when
+#: the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
+EXTENSIONS: tuple[str, ...] = ()
+
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="staffstore",
+    help="A query-first inference cache: answer from verified claims before paying for a model.",
+    no_args_is_help=True,
+    # Locals in a traceback could hold an API key; a bug report does not need them.
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+    # Markdown reflows the docstrings' paragraphs to the terminal's width.
+    rich_markup_mode="markdown",
+)
+claims_app = typer.Typer(
+    help="Store, import, list, search, show and retract an owner's claims.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+app.add_typer(claims_app, name="claims")
+
+
+# -- plumbing shared by every command ----------------------------------------------------------
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """Print one `error: ...` line to standard error and exit with `code`."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the errors a user can cause into one line and an exit code."""
+    try:
+        yield
+    except ImportFileError as error:
+        fail(f"{error} (fix those lines, or pass --skip-bad to store the good ones)")
+    except StaffstoreError as error:
+        fail(str(error))
+    except ValidationError as error:
+        fail(f"invalid input: {validation_message(error)}")
+    except sqlite3.DatabaseError as error:
+        fail(f"database error: {error}")
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_INTERRUPTED)
+
+
+def run(work: Coroutine[Any, Any, T]) -> T:
+    """Run one async library call to its end, reporting a user's mistakes as one line."""
+    with user_errors():
+        return asyncio.run(work)
+
+
+def db_path(ctx: typer.Context) -> Path:
+    """The database the command works on: `--db`, else `$STAFFSTORE_DB`, else the default."""
+    given = ctx.find_root().obj
+    return given if isinstance(given, Path) else default_db_path()
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Print rows as aligned columns under a header; the last column is not padded."""
+    if not rows:
+        return
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+    for row in [headers, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
+        typer.echo("  ".join([*cells, row[-1]]))
+
+
+def _clip(text: str | None, width: int) -> str:
+    if text is None:
+        return "-"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment is not None else "-"
+
+
+def _known(value: object) -> str:
+    """A value for a table cell: unknown shows as '-', never as 0."""
+    return "-" if value is None else str(value)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            envvar=DB_ENV,
+            metavar="PATH",
+            help="The database file. Default: $XDG_DATA_HOME/staffstore/staffstore.db, "
+            "else ~/.local/share/staffstore/staffstore.db.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = db.expanduser() if db is not None else default_db_path()
+
+
+# -- options used by several commands ----------------------------------------------------------
+
+OwnerOption = Annotated[str, typer.Option("--owner", help="Whose claims and receipts.")]
+AnyOwnerOption = Annotated[
+    str | None, typer.Option("--owner", help="Only this owner's rows (default: every owner).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+RepositoryOption = Annotated[
+    str | None, typer.Option("--repository", help="The repository the question is about.")
+]
+RevisionOption = Annotated[
+    str | None, typer.Option("--revision", help="The revision of that repository.")
+]
+SessionOption = Annotated[str | None, typer.Option("--session", help="The session's name.")]
+LimitOption = Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")]
+
+
+# -- claims ------------------------------------------------------------------------------------
+
+
+def _claim_json(claim: Claim) -> dict[str, Any]:
+    return claim.model_dump(mode="json")
+
+
+def _print_claims(claims: Sequence[Claim], as_json: bool) -> None:
+    if as_json:
+        print_json([_claim_json(claim) for claim in claims])
+        return
+    if not claims:
+        typer.echo("no claims", err=True)
+        return
+    print_table(
+        ["ID", "STATUS", "CREATED", "REPOSITORY", "REVISION", "QUESTION"],
+        [
+            [
+                claim.id[:12], claim.status, _when(claim.created_at),
+                _clip(claim.repository, 24), _clip(claim.revision, 12), _clip(claim.question, 60),
+            ]
+            for claim in claims
+        ],
+    )  # fmt: skip
+
+
+@claims_app.command("add")
+def claims_add(
+    ctx: typer.Context,
+    owner: OwnerOption,
+    question: Annotated[str, typer.Option("--question", help="The question it answers.")],
+    answer: Annotated[str, typer.Option("--answer", help="The verified answer.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Who found it.")] = None,
+    source: Annotated[ClaimSource, typer.Option("--source", help="Where it came from.")] = "manual",
+    job_id: Annotated[str | None, typer.Option("--job-id", help="The job that found it.")] = None,
+    repository: RepositoryOption = None,
+    revision: RevisionOption = None,
+    profile: Annotated[str | None, typer.Option("--profile", help="The profile used.")] = None,
+    inputs_fingerprint: Annotated[
+        str | None, typer.Option("--inputs-fingerprint", help="A hash of the job's inputs.")
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option("--expires-at", metavar="ISO8601", help="When it stops being served."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Store one claim; storing the same claim again adds nothing and says so."""
+    fields = {
+        "owner": owner, "question": question, "answer": answer, "agent": agent,
+        "source": source, "job_id": job_id, "repository": repository, "profile": profile,
+        "revision": revision, "inputs_fingerprint": inputs_fingerprint, "expires_at": expires_at,
+    }  # fmt: skip
+
+    async def work() -> tuple[Claim, bool]:
+        claim = new_claim(fields)
+        async with StaffStore.open(db_path(ctx)) as store:
+            return (await store.ensure_claims([claim]))[0]
+
+    stored, added = run(work())
+    if as_json:
+        print_json({"id": stored.id, "added": added, "claim": _claim_json(stored)})
+    else:
+        typer.echo(f"{'added' if added else 'already stored'} {stored.id}")
+
+
+@claims_app.command("import")
+def claims_import(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A JSON Lines file, or - for stdin.")],
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip bad lines (and count them) instead.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Import claims from a JSON Lines file: one claim a line.
+
+    Each line is a JSON object with `owner`, `question` and `answer`, and optionally `agent`,
+    `source` (job, chat or manual), `job_id`, `repository`, `profile`, `revision`,
+    `inputs_fingerprint` and `expires_at` (ISO 8601). Blank lines are ignored. A claim already
+    stored is not added again, so importing a file twice adds nothing.
+
+    The whole file is read and checked before anything is stored. A bad line (not UTF-8, not
+    JSON, or failing a field) rejects the whole file: nothing is stored and the error names the
+    first bad lines and counts them. With --skip-bad the bad lines are skipped and counted and
+    the good ones stored.
+    """
+
+    async def work() -> ImportReport:
+        source = typer.get_binary_stream("stdin") if file == "-" else file
+        parsed = read_claims(source)
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store_claims(
+                store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
+            )
+
+    report = run(work())
+    if as_json:
+        print_json(
+            {
+                "file": report.name, "added": report.added, "present": report.present,
+                "skipped": report.skipped,
+                "bad_lines": [{"line": b.number, "reason": b.reason} for b in report.bad],
+            }
+        )  # fmt: skip
+    else:
+        typer.echo(
+            f"{report.added} added, {report.present} already present, {report.skipped} skipped"
+        )
+    if report.bad:
+        typer.echo(f"skipped {describe_bad_lines(report.bad)}", err=True)
+
+
+@claims_app.command("list")
+def claims_list(
+    ctx: typer.Context,
+    owner: OwnerOption,
+    status: Annotated[
+        ClaimStatus | None, typer.Option("--status", help="Only claims with this status.")
+    ] = None,
+    limit: LimitOption = DEFAULTS.list_limit,
+    as_json: JsonOption = False,
+) -> None:
+    """List an owner's claims, newest first."""
+
+    async def work() -> list[Claim]:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.list_claims(owner, status=status, limit=limit)
+
+    _print_claims(run(work()), as_json)
+
+
+@claims_app.command("search")
+def claims_search(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="Words that must all appear.")],
+    owner: OwnerOption,
+    limit: LimitOption = DEFAULTS.search_limit,
+    as_json: JsonOption = False,
+) -> None:
+    """Full-text search of an owner's claims, best match first."""
+
+    async def work() -> list[Claim]:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.search_claims(owner, text, limit=limit)
+
+    _print_claims(run(work()), as_json)
+
+
+@claims_app.command("show")
+def claims_show(
+    ctx: typer.Context,
+    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
+    owner: OwnerOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one claim in full."""
+
+    async def work() -> Claim:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.get_claim(owner, claim_id)
+
+    claim = run(work())
+    if as_json:
+        print_json(_claim_json(claim))
+        return
+    fields = claim.model_dump()
+    width = max(len(name) for name in fields)
+    for name, value in fields.items():
+        shown = _when(value) if isinstance(value, datetime) else _known(value)
+        typer.echo(f"{name.ljust(width)}  {shown}")
+
+
+@claims_app.command("retract")
+def claims_retract(
+    ctx: typer.Context,
+    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
+    owner: OwnerOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Retract a claim: it stays on record but is never served again."""
+
+    async def work() -> Claim:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.retract_claim(owner, claim_id)
+
+    claim = run(work())
+    if as_json:
+        print_json(_claim_json(claim))
+    else:
+        typer.echo(f"retracted {claim.id}")
+
+
+# -- query: the gate's decision, no model call -------------------------------------------------
+
+_QUERY_FIELDS = frozenset({"owner", "text", "session", "repository", "revision"})
+
+
+def _decision_json(decision: Decision) -> dict[str, Any]:
+    return {
+        "outcome": decision.outcome,
+        "reason": decision.reason,
+        "answer": decision.answer,
+        "claim_id": decision.claim_id,
+        "score": decision.score,
+    }
+
+
+def _print_decision(decision: Decision) -> None:
+    parts = [decision.outcome, decision.reason]
+    if decision.score is not None:
+        parts.append(f"score {decision.score:.3f}")
+    if decision.claim_id is not None:
+        parts.append(f"{'claim' if decision.hit else 'nearest'} {decision.claim_id}")
+    typer.echo("  ".join(parts))
+    if decision.answer is not None:
+        typer.echo(decision.answer)
+
+
+def _turn_from_line(raw: bytes, defaults: dict[str, str]) -> tuple[Turn, Any]:
+    """Parse one --jsonl input line into a Turn and the caller's `id`; InputError if bad."""
+    try:
+        obj: Any = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"malformed JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object")
+    ident = obj.pop("id", None)
+    unknown = sorted(set(obj) - _QUERY_FIELDS)
+    if unknown:
+        raise InputError(f"unknown field(s): {', '.join(unknown)}")
+    if "text" not in obj:
+        raise InputError("text: Field required")
+    try:
+        return Turn.model_validate({**defaults, **obj}), ident
+    except ValidationError as error:
+        raise InputError(validation_message(error)) from None
+
+
+async def _query_lines(db: Path, defaults: dict[str, str]) -> dict[str, int]:
+    """Answer each standard-input line with one output line; count the outcomes."""
+    counts = {"hit": 0, "miss": 0, "error": 0}
+    stdin = typer.get_binary_stream("stdin")
+    stdout = typer.get_text_stream("stdout")
+    async with StaffStore.open(db) as store:
+        for number, raw in enumerate(stdin, start=1):
+            if not raw.strip():
+                continue
+            ident: Any = None
+            try:
+                turn, ident = _turn_from_line(raw, defaults)
+            except InputError as error:
+                out: dict[str, Any] = {"outcome": "error", "error": str(error), "line": number}
+            else:
+                out = {**_decision_json(await query_first(store, turn)), "line": number}
+            if ident is not None:
+                out["id"] = ident
+            counts[out["outcome"]] += 1
+            stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+            stdout.flush()
+    return counts
+
+
+@app.command("query")
+def query(
+    ctx: typer.Context,
+    question: Annotated[
+        str | None, typer.Argument(help="The question (omit with --jsonl).")
+    ] = None,
+    owner: Annotated[
+        str | None,
+        typer.Option("--owner", help="Whose claims to answer from (required without --jsonl)."),
+    ] = None,
+    repository: RepositoryOption = None,
+    revision: RevisionOption = None,
+    session: SessionOption = None,
+    as_json: JsonOption = False,
+    jsonl: Annotated[
+        bool, typer.Option("--jsonl", help="Read queries from stdin, one JSON object a line.")
+    ] = False,
+) -> None:
+    """Show the gate's decision for a question: a hit with its claim, or a miss and why.
+
+    No model is called. With --jsonl, each standard-input line is a JSON object with `text`,
+    `owner` and optionally `repository`, `revision`, `session` (the options of those names
+    give defaults) and `id`; each gets one output line with `outcome`, `reason`, `answer`
+    (null on a miss), `claim_id`, `score`, `line` and the `id` given. Blank lines are
+    skipped. A line that cannot be read gets `{"outcome": "error", "error": "...", "line": N}`
+    and the rest go on; the exit code stays 0 and a summary on standard error counts errors.
+
+    Put `--` before a question that starts with "-".
+    """
+    if jsonl:
+        if question is not None:
+            raise typer.BadParameter("give a question or --jsonl, not both", param_hint="QUESTION")
+        given = {"owner": owner, "repository": repository, "revision": revision, "session": session}
+        defaults = {name: value for name, value in given.items() if value is not None}
+        counts = run(_query_lines(db_path(ctx), defaults))
+        total = sum(counts.values())
+        typer.echo(
+            f"query: {total} lines, {counts['hit']} hits, {counts['miss']} misses, "
+            f"{counts['error']} errors",
+            err=True,
+        )
+        return
+    if question is None:
+        raise typer.BadParameter("give a question, or --jsonl to read them", param_hint="QUESTION")
+    if owner is None:
+        raise typer.BadParameter("required without --jsonl", param_hint="--owner")
+
+    async def work() -> Decision:
+        turn = Turn(
+            owner=owner, text=question, session=session, repository=repository, revision=revision
+        )
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await query_first(store, turn)
+
+    decision = run(work())
+    if as_json:
+        print_json(_decision_json(decision))
+    else:
+        _print_decision(decision)
+
+
+# -- ask: a whole turn, the model called only on a miss ----------------------------------------
+
+
+def _result_json(result: TurnResult) -> dict[str, Any]:
+    working_set = result.working_set
+    return {
+        **_decision_json(result.decision),
+        "answer": result.answer,
+        "status": result.receipt.status,
+        "error": result.receipt.error,
+        "receipt_id": result.receipt.id,
+        "receipt": result.receipt.model_dump(mode="json"),
+        "working_set": None
+        if working_set is None
+        else working_set.model_dump(mode="json", exclude={"messages"}),
+    }
+
+
+@app.command("ask")
+def ask(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question.")],
+    owner: OwnerOption,
+    session: SessionOption = None,
+    model: Annotated[str, typer.Option("--model", help="The model to ask on a miss.")] = (
+        DEFAULTS.model
+    ),
+    base_url: Annotated[
+        str, typer.Option("--base-url", help="An OpenAI-compatible API base URL.")
+    ] = DEFAULTS.base_url,
+    budget: Annotated[
+        int, typer.Option("--budget", min=64, help="Token budget of the prompt sent on a miss.")
+    ] = DEFAULTS.budget,
+    repository: RepositoryOption = None,
+    revision: RevisionOption = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, help="Seconds to wait for the model.")
+    ] = DEFAULTS.timeout,
+    max_retries: Annotated[
+        int, typer.Option("--max-retries", min=0, help="Retries on 429, 5xx or no connection.")
+    ] = 2,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer a question: from a stored claim when one answers it, else by asking the model.
+
+    The model is asked only on a miss, with the key in $OPENROUTER_API_KEY. Every turn writes
+    a receipt, failed ones included (see `staffstore receipts`).
+    """
+
+    async def work() -> TurnResult:
+        turn = Turn(
+            owner=owner, text=question, session=session, repository=repository, revision=revision
+        )
+        async with (
+            StaffStore.open(db_path(ctx)) as store,
+            OpenRouter(
+                base_url=base_url,
+                model=model,
+                title="staffstore",
+                timeout=timeout,
+                max_retries=max_retries,
+            ) as chat,
+        ):
+            return await ensure_mouth(store, turn, chat, model=model, budget=budget)
+
+    result = run(work())
+    receipt = result.receipt
+    if as_json:
+        print_json(_result_json(result))
+    elif result.answer is not None:
+        typer.echo(result.answer)
+    if result.answer is None:
+        if receipt.status == "no_api_key":
+            fail(
+                f"no API key: set {API_KEY_ENV} to ask a model on a miss "
+                f"(nothing was sent; receipt {receipt.id})"
+            )
+        fail(f"the model call failed ({receipt.status}): {receipt.error} (receipt {receipt.id})")
+
+
+# -- receipts and the ledger -------------------------------------------------------------------
+
+
+def _tokens(receipt: Receipt) -> str:
+    if receipt.prompt_tokens is None and receipt.completion_tokens is None:
+        return "-"
+    return f"{_known(receipt.prompt_tokens)}/{_known(receipt.completion_tokens)}"
+
+
+@app.command("receipts")
+def receipts(
+    ctx: typer.Context,
+    owner: AnyOwnerOption = None,
+    limit: LimitOption = DEFAULTS.receipts_limit,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the most recent receipts, newest first: what each turn did and cost."""
+
+    async def work() -> list[Receipt]:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.list_receipts(owner, limit=limit)
+
+    found = run(work())
+    if as_json:
+        print_json([receipt.model_dump(mode="json") for receipt in found])
+        return
+    if not found:
+        typer.echo("no receipts", err=True)
+        return
+    print_table(
+        ["ID", "STARTED", "OWNER", "OUTCOME", "REASON", "STATUS", "MODEL", "TOKENS", "COST",
+         "MS", "QUESTION"],
+        [
+            [
+                r.id, _when(r.started_at), _clip(r.owner, 16), r.outcome, r.reason, r.status,
+                _clip(r.model, 24), _tokens(r),
+                "-" if r.cost_usd is None else f"{r.cost_usd:.6f}",
+                f"{r.latency_ms:.0f}", _clip(r.question, 40),
+            ]
+            for r in found
+        ],
+    )  # fmt: skip
+
+
+def _ledger_json(ledger: Ledger) -> dict[str, Any]:
+    return {**ledger.model_dump(mode="json"), "avoidance": ledger.avoidance}
+
+
+@app.command("ledger")
+def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption = False) -> None:
+    """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost."""
+
+    async def work() -> Ledger:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.ledger(owner)
+
+    totals = run(work())
+    if as_json:
+        print_json(_ledger_json(totals))
+        return
+    lines = [
+        ("turns", str(totals.turns), ""),
+        ("hits", str(totals.hits), f"avoidance {totals.avoidance:.1%}"),
+        ("misses", str(totals.misses), ""),
+        ("calls avoided", str(totals.avoided_calls), ""),
+        ("calls attempted", str(totals.attempted_calls), f"{totals.failed_calls} failed"),
+        ("not attempted", str(totals.not_attempted), "no API key"),
+        ("prompt tokens", str(totals.prompt_tokens), ""),
+        ("completion tokens", str(totals.completion_tokens), ""),
+        ("cost (USD)", f"{totals.cost_usd:.6f}", ""),
+        ("unknown usage", str(totals.unknown_usage_turns), "attempted calls without token counts"),
+        ("unknown cost", str(totals.unknown_cost_turns), "attempted calls without a cost"),
+    ]
+    width = max(len(label) for label, _, _ in lines)
+    number = max(len(value) for _, value, _ in lines)
+    for label, value, note in lines:
+        typer.echo(f"{label.ljust(width)}  {value.rjust(number)}  {note}".rstrip())
+
+
+# -- entry point -------------------------------------------------------------------------------
+
+
+def register_extensions(target: typer.Typer, names: Sequence[str] = EXTENSIONS) -> None:
+    """Import each named module and let it add its commands to `target`."""
+    for name in names:
+        importlib.import_module(name).register(target)
+
+
+register_extensions(app)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (the console script's entry point)."""
+    try:
+        result = app(args=argv, prog_name="staffstore", standalone_mode=False)
+    except typer.TyperException as error:  # a usage error: unknown option, bad value, ...
+        code = int(getattr(error, "exit_code", 2))
+        message = " ".join(error.format_message().split())
+        if not message:  # `staffstore claims` alone: rich has already printed the help
+            return code
+        # Typer's usage errors carry the context of the command they were made on.
+        ctx = getattr(error, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        typer.echo(f"error: {message}{hint}", err=True)
+        return code
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("error: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except StaffstoreError as error:  # raised outside a command's run(), e.g. by an extension
+        typer.echo(f"error: {' '.join(str(error).split())}", err=True)
+        return EXIT_FAILED
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

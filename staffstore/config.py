@@ -1,0 +1,59 @@
+"""Where staffstore keeps its database, and the defaults the command line starts from.
+
+The database lives at `$STAFFSTORE_DB` when that is set (the CLI's `--db` wins over it), else
+under the XDG data directory: `$XDG_DATA_HOME/staffstore/staffstore.db`, falling back to
+`~/.local/share/staffstore/staffstore.db`. Every other default is gathered in `DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .upstream import DEFAULT_BASE_URL, DEFAULT_MODEL
+from .working_set import DEFAULT_BUDGET
+
+DB_ENV = "STAFFSTORE_DB"
+APP_DIR = "staffstore"
+DB_FILENAME = "staffstore.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The defaults of the command line; one instance, `DEFAULTS`, holds them all."""
+
+    #: Claims stored per transaction by an import: big enough to be fast, small enough that
+    #: a long import does not hold the write lock for minutes.
+    import_batch_size: int = 5_000
+    #: How many bad lines an import error names before it only counts them.
+    bad_lines_named: int = 5
+    list_limit: int = 50
+    search_limit: int = 20
+    receipts_limit: int = 20
+    model: str = DEFAULT_MODEL
+    base_url: str = DEFAULT_BASE_URL
+    budget: int = DEFAULT_BUDGET
+    timeout: float = 60.0
+
+
+DEFAULTS = Settings()
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The directory staffstore keeps its data in, by the XDG base directory rules."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_DATA_HOME", "")
+    # The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return base / APP_DIR
+
+
+def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The database path when none is given: `$STAFFSTORE_DB`, else `data_dir()/staffstore.db`."""
+    env = os.environ if environ is None else environ
+    given = env.get(DB_ENV, "")
+    if given:
+        return Path(given).expanduser()
+    return data_dir(env) / DB_FILENAME

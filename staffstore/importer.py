@@ -1,0 +1,195 @@
+"""Claims files: JSON Lines in, validated whole, stored in batches.
+
+A claims file holds one JSON object a line with the fields of a NewClaim (`owner`, `question`
+and `answer` required). The file is read and every line validated before anything is stored:
+by default one bad line (invalid UTF-8, malformed JSON, a failing field) rejects the whole file
+with an ImportFileError naming the bad lines; with `skip_bad` they are skipped and counted.
+Blank lines are ignored. Storing goes through `StaffStore.ensure_claims`, so identity is by
+content and importing the same file twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import ValidationError
+
+from .config import DEFAULTS
+from .errors import ImportFileError, InputError
+from .models import NewClaim
+from .store import StaffStore
+
+#: The fields a claims line may carry; `owner`, `question` and `answer` are required.
+CLAIM_FIELDS = tuple(NewClaim.model_fields)
+BATCH_SIZE = DEFAULTS.import_batch_size
+NAMED_BAD_LINES = DEFAULTS.bad_lines_named
+_MAX_REASON = 160
+_BOM = b"\xef\xbb\xbf"
+_JSON_TYPES: dict[type, str] = {
+    list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a claims file that cannot be stored, and why."""
+
+    number: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.number}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class ParsedClaims:
+    """A claims file read whole: the valid claims in file order, and the bad lines."""
+
+    name: str
+    claims: list[NewClaim]
+    bad: list[BadLine]
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did: claims added, claims already stored, bad lines skipped."""
+
+    name: str
+    added: int = 0
+    present: int = 0
+    skipped: int = 0
+    bad: list[BadLine] = field(default_factory=list)
+
+
+def validation_message(error: ValidationError) -> str:
+    """One line that says which fields failed and why, without echoing the input back."""
+    problems = []
+    for item in error.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in item["loc"])
+        problems.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+    return _short("; ".join(problems))
+
+
+def new_claim(fields: Mapping[str, Any]) -> NewClaim:
+    """A NewClaim from user-given fields, or an InputError that says what is wrong with them."""
+    try:
+        return NewClaim.model_validate(dict(fields))
+    except ValidationError as error:
+        raise InputError(f"invalid claim: {validation_message(error)}") from None
+
+
+def parse_claims(lines: Iterable[bytes], *, name: str = "<claims>") -> ParsedClaims:
+    """Read every line of a claims file: the valid claims, and each bad line with its reason."""
+    claims: list[NewClaim] = []
+    bad: list[BadLine] = []
+    for number, raw in enumerate(lines, start=1):
+        if number == 1:
+            raw = raw.removeprefix(_BOM)
+        if not raw.strip():
+            continue
+        try:
+            claims.append(_parse_line(raw))
+        except InputError as error:
+            bad.append(BadLine(number, str(error)))
+    return ParsedClaims(name=name, claims=claims, bad=bad)
+
+
+def read_claims(source: str | Path | BinaryIO) -> ParsedClaims:
+    """Read and validate a claims file, given by path or as an open binary stream."""
+    if not isinstance(source, str | Path):
+        return parse_claims(source, name=getattr(source, "name", "<stdin>"))
+    path = Path(source).expanduser()
+    try:
+        with path.open("rb") as handle:
+            return parse_claims(handle, name=str(source))
+    except FileNotFoundError:
+        raise InputError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{source}: is a directory, not a claims file") from None
+    except OSError as error:
+        raise InputError(f"{source}: cannot be read ({error.strerror or error})") from None
+
+
+async def store_claims(
+    store: StaffStore,
+    parsed: ParsedClaims,
+    *,
+    skip_bad: bool = False,
+    batch_size: int = BATCH_SIZE,
+    now: datetime | None = None,
+) -> ImportReport:
+    """Store a parsed claims file, `batch_size` claims a transaction.
+
+    With bad lines and without `skip_bad`, nothing is stored and ImportFileError names them.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be 1 or more")
+    if parsed.bad and not skip_bad:
+        raise ImportFileError(_rejection(parsed), [line.number for line in parsed.bad])
+    added = present = 0
+    for batch in _batches(parsed.claims, batch_size):
+        for _claim, is_new in await store.ensure_claims(batch, now=now):
+            if is_new:
+                added += 1
+            else:
+                present += 1
+    return ImportReport(
+        name=parsed.name, added=added, present=present, skipped=len(parsed.bad), bad=parsed.bad
+    )
+
+
+async def import_claims(
+    store: StaffStore,
+    source: str | Path | BinaryIO,
+    *,
+    skip_bad: bool = False,
+    batch_size: int = BATCH_SIZE,
+    now: datetime | None = None,
+) -> ImportReport:
+    """Read, validate and store a claims file; see the module docstring for bad lines."""
+    parsed = read_claims(source)
+    return await store_claims(store, parsed, skip_bad=skip_bad, batch_size=batch_size, now=now)
+
+
+def describe_bad_lines(bad: Sequence[BadLine], limit: int = NAMED_BAD_LINES) -> str:
+    """The first `limit` bad lines with their reasons, and how many more there are."""
+    named = "; ".join(str(line) for line in bad[:limit])
+    rest = len(bad) - limit
+    return f"{named}; and {rest} more" if rest > 0 else named
+
+
+def _parse_line(raw: bytes) -> NewClaim:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"not valid UTF-8 (byte {error.start + 1})") from None
+    try:
+        obj: Any = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"malformed JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {_JSON_TYPES.get(type(obj), 'null')}")
+    return new_claim(obj)
+
+
+def _rejection(parsed: ParsedClaims) -> str:
+    count = len(parsed.bad)
+    lines = "line" if count == 1 else "lines"
+    return (
+        f"{parsed.name}: {count} bad {lines}, nothing was stored: {describe_bad_lines(parsed.bad)}"
+    )
+
+
+def _batches(claims: Sequence[NewClaim], size: int) -> Iterator[Sequence[NewClaim]]:
+    for start in range(0, len(claims), size):
+        yield claims[start : start + size]
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 1] + "…"

@@ -1,0 +1,724 @@
+"""The OpenAI-compatible HTTP front: answer chat completions from the store before paying upstream.
+
+A chat request asks the store first: an exact repeat of a request the owner already paid for,
+then the owner's verified claims (query_first). A hit answers at once with zero usage; a miss
+goes upstream, as sent or as the bounded working set, and streams back as it arrives. Every
+chat request from a known owner leaves a receipt, hit or miss, success or failure.
+
+    POST /v1/chat/completions   the cache in front of the model (OpenAI's wire format)
+    GET  /v1/models             the upstream's model list, kept for `models_ttl` seconds
+    GET  /v1/staffstore/ledger  the caller's totals
+    POST /v1/staffstore/claims  (admin) promote a paid answer by receipt id, or store a claim
+    GET  /healthz               liveness
+    GET  /metrics               Prometheus text format
+
+All writes go through one lock: the store's one SQLite connection is shared by every request,
+and a transaction must not take in another request's statements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, cast
+
+import httpx
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import (
+    InputError,
+    MissingApiKeyError,
+    NotFoundError,
+    UpstreamError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
+from .gate import query_first
+from .metrics import CONTENT_TYPE, Metrics
+from .models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
+from .mouth import new_receipt_id
+from .promote import promote_receipt
+from .proxy_stream import RelayedEvents, RelayResponse, StreamResult
+from .proxy_wire import (
+    ChatRequest,
+    WireError,
+    completion_body,
+    completion_events,
+    error_body,
+    read_chat_request,
+    sse_event,
+)
+from .serve_config import ServeConfig, WorkingSetMode, hash_key
+from .store import KeptAnswer, StaffStore
+from .upstream import OpenRouter
+from .working_set import DEFAULT_SYSTEM, build_working_set
+
+T = TypeVar("T")
+
+H_OUTCOME = "x-staffstore-outcome"
+H_REASON = "x-staffstore-reason"
+H_RECEIPT = "x-staffstore-receipt"
+H_CLAIM = "x-staffstore-claim"
+H_KEPT_FROM = "x-staffstore-kept-from"
+H_SESSION = "x-staffstore-session"
+H_OWNER = "x-staffstore-owner"
+H_WORKING_SET = "x-staffstore-working-set"
+#: The OpenAI SDKs obey this header: "false" where a retry could pay for the same call twice.
+H_SHOULD_RETRY = "x-should-retry"
+
+_REDACTED = "[redacted]"
+_CHAT_ROUTE = "/v1/chat/completions"
+_ROUTES = (
+    _CHAT_ROUTE, "/v1/models", "/v1/staffstore/ledger", "/v1/staffstore/claims",
+    "/healthz", "/metrics",
+)  # fmt: skip
+_STATUS_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 402: "insufficient_quota",
+    403: "permission_error", 404: "not_found_error", 413: "invalid_request_error",
+    422: "invalid_request_error", 429: "rate_limit_error",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: the owner its key speaks for, and whether it is an admin."""
+
+    owner: str
+    admin: bool
+
+
+@dataclass
+class _Turn:
+    """One chat request on its way: who, what, since when, and its receipt's id (known early,
+    so a streamed answer can name its receipt in the headers it sends first)."""
+
+    caller: Caller
+    started: datetime = field(default_factory=utcnow)
+    clock: float = field(default_factory=time.perf_counter)
+    receipt_id: str = field(default_factory=new_receipt_id)
+    chat: ChatRequest | None = None
+    session_id: str | None = None
+
+    @property
+    def keeps_text(self) -> bool:
+        return self.chat is not None and not self.chat.controls.no_store
+
+    def receipt(self, *, answer: str | None = None, **fields: Any) -> Receipt:
+        elapsed_ms = (time.perf_counter() - self.clock) * 1000.0
+        return Receipt(
+            id=self.receipt_id,
+            owner=self.caller.owner,
+            latency_ms=round(elapsed_ms, 3),
+            started_at=self.started,
+            finished_at=self.started + timedelta(milliseconds=elapsed_ms),
+            session_id=self.session_id,
+            question=self.chat.turn if self.chat is not None and self.keeps_text else None,
+            answer=answer if self.keeps_text else None,
+            **fields,
+        )
+
+    def exchange(self, answer: str) -> list[tuple[Role, str]]:
+        """The messages this turn adds to its session (none when the client said no-store)."""
+        if self.chat is None or self.chat.turn is None or not self.keeps_text:
+            return []
+        return [("user", self.chat.turn), ("assistant", answer)]
+
+
+class _ClaimBody(BaseModel):
+    """POST /v1/staffstore/claims with a receipt id: the paid answer to promote, tidied up."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    receipt_id: str
+    owner: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    agent: str | None = None
+    repository: str | None = None
+    revision: str | None = None
+    profile: str | None = None
+    expires_at: datetime | None = None
+
+
+class Proxy:
+    """The proxy's state and handlers. `create_app` wraps one in a Starlette application."""
+
+    def __init__(
+        self,
+        config: ServeConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self._transport = transport
+        self._store: StaffStore | None = None
+        self._upstream: OpenRouter | None = None
+        self._lock = asyncio.Lock()
+        self._pending: set[asyncio.Future[Any]] = set()
+        self._models: tuple[float, dict[str, Any]] | None = None
+        secrets = [config.upstream_key] if config.upstream_key else []
+        self._secrets = secrets
+
+    @property
+    def store(self) -> StaffStore:
+        if self._store is None:
+            raise RuntimeError("the proxy is not running (its lifespan has not started)")
+        return self._store
+
+    @property
+    def upstream(self) -> OpenRouter:
+        if self._upstream is None:
+            raise RuntimeError("the proxy is not running (its lifespan has not started)")
+        return self._upstream
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """Open the store and the upstream client; on the way out, finish every write first."""
+        self._store = await StaffStore.connect(self.config.db_path)
+        self._lock = asyncio.Lock()
+        # One connection per request in flight: a slow model must not queue the next call.
+        http = httpx.AsyncClient(
+            transport=self._transport,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+        )
+        self._upstream = OpenRouter(
+            # "" rather than None: OpenRouter would read the environment again on None.
+            api_key=self.config.upstream_key or "",
+            base_url=self.config.upstream_url,
+            timeout=self.config.timeout,
+            max_retries=self.config.upstream_retries,
+            client=http,
+        )
+        try:
+            yield
+        finally:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+            await http.aclose()
+            await self._store.close()
+            self._store = self._upstream = None
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def _write(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run one write under the lock, to its end even if the request is cancelled."""
+
+        async def locked() -> T:
+            async with self._lock:
+                return await work()
+
+        task = asyncio.ensure_future(locked())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return await asyncio.shield(task)
+
+    async def _record(
+        self,
+        receipt: Receipt,
+        session_id: str | None = None,
+        messages: Sequence[tuple[Role, str]] = (),
+        kept: KeptAnswer | None = None,
+    ) -> None:
+        async def write() -> None:
+            await self.store.record_turn(
+                receipt, session_id=session_id, messages=messages, kept=kept
+            )
+            self.metrics.count_receipt(receipt)
+
+        await self._write(write)
+
+    # -- who is asking -----------------------------------------------------------------------
+
+    def authenticate(self, request: Request) -> Caller:
+        """The caller a request's key (or, in trusted mode, its owner header) names; else 401."""
+        key = _bearer(request.headers.get("authorization"))
+        entry = self.config.keys.get(hash_key(key)) if key else None
+        if self.config.trusted:
+            named = (request.headers.get(H_OWNER) or "").strip()
+            owner = named or (entry.owner if entry else self.config.default_owner)
+            return Caller(owner, admin=True)
+        if entry is None:
+            # Never echo the key: name what is wrong, not what was sent.
+            message = "unknown API key" if key else "no API key (send Authorization: Bearer KEY)"
+            raise WireError(401, message, error_type="authentication_error", code="invalid_api_key")
+        return Caller(entry.owner, entry.admin)
+
+    async def read_body(self, request: Request) -> bytes:
+        """The request body, or WireError 413 as soon as it passes `max_body_bytes`."""
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    # -- POST /v1/chat/completions -------------------------------------------------------------
+
+    async def chat_completions(self, request: Request) -> Response:
+        turn = _Turn(self.authenticate(request))
+        owner = turn.caller.owner
+        try:
+            chat = read_chat_request(
+                await self.read_body(request),
+                default_working_set=self.config.working_set,
+                working_set_header=request.headers.get(H_WORKING_SET),
+                session_header=request.headers.get(H_SESSION),
+            )
+        except WireError as problem:
+            receipt = turn.receipt(
+                outcome="miss", reason=problem.code or "invalid_request", status="rejected",
+                inference_avoided=False, inference_attempted=False, error=problem.message,
+            )  # fmt: skip
+            await self._record(receipt)
+            return self.error_response(problem, {H_OUTCOME: "miss", H_RECEIPT: receipt.id})
+        turn.chat = chat
+        turn.session_id = await self._write(lambda: self.store.ensure_session(owner, chat.session))
+        decision, kept = await self._look_up(owner, chat)
+        if decision.hit:
+            return await self._serve_hit(turn, chat, decision, kept)
+        body, mode = await self._upstream_body(turn, chat)
+        if chat.stream:
+            return await self._relay_miss(turn, chat, decision, body, mode)
+        return await self._forward_miss(turn, chat, decision, body, mode)
+
+    async def _look_up(self, owner: str, chat: ChatRequest) -> tuple[Decision, KeptAnswer | None]:
+        """An exact repeat of a paid request first, then the owner's claims, else a miss."""
+        if chat.controls.no_cache:
+            return Decision(outcome="miss", reason="no_cache"), None
+        kept = await self.store.kept_answer(
+            owner, chat.controls.namespace, chat.request_hash, max_age=chat.controls.max_age
+        )
+        if kept is not None:
+            return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer), kept
+        if chat.claims_refused is not None or chat.turn is None:
+            return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None
+        return await query_first(self.store, Turn(owner=owner, text=chat.turn)), None
+
+    async def _serve_hit(
+        self, turn: _Turn, chat: ChatRequest, decision: Decision, kept: KeptAnswer | None
+    ) -> Response:
+        answer = decision.answer or ""
+        receipt = turn.receipt(
+            outcome="hit", reason=decision.reason, status="hit", inference_avoided=True,
+            inference_attempted=False, claim_id=decision.claim_id, answer=answer,
+        )  # fmt: skip
+        await self._record(receipt, turn.session_id, turn.exchange(answer))
+        headers = self._turn_headers(turn, "hit", decision.reason)
+        if decision.claim_id is not None:
+            headers[H_CLAIM] = decision.claim_id
+        if kept is not None:
+            headers[H_KEPT_FROM] = kept.receipt_id
+        model = (kept.model if kept is not None else None) or chat.model or "staffstore"
+        if chat.stream:
+            events = completion_events(answer, model, include_usage=chat.include_usage)
+            return Response(events, media_type="text/event-stream", headers=headers)
+        return JSONResponse(completion_body(answer, model), headers=headers)
+
+    async def _upstream_body(
+        self, turn: _Turn, chat: ChatRequest
+    ) -> tuple[dict[str, Any], WorkingSetMode]:
+        """What goes upstream: the client's body, or in bounded mode its working set."""
+        if chat.working_set != "bounded" or chat.turn is None:
+            return chat.body, "forward"
+        working_set = await build_working_set(
+            self.store,
+            Turn(owner=turn.caller.owner, text=chat.turn, session=chat.session),
+            self.config.budget,
+            system=chat.system or DEFAULT_SYSTEM,
+        )
+        messages = [message.model_dump() for message in working_set.messages]
+        return {**chat.body, "messages": messages}, "bounded"
+
+    async def _forward_miss(
+        self,
+        turn: _Turn,
+        chat: ChatRequest,
+        decision: Decision,
+        body: dict[str, Any],
+        mode: WorkingSetMode,
+    ) -> Response:
+        try:
+            payload, reply = await self.upstream.complete(body)
+        except UpstreamError as error:
+            return await self._failed(turn, chat, decision, error, mode)
+        receipt = turn.receipt(
+            outcome="miss", reason=decision.reason, status="ok", model=reply.model or chat.model,
+            prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd, inference_avoided=False, inference_attempted=True,
+            answer=reply.text,
+        )  # fmt: skip
+        single = len(payload.get("choices") or []) == 1
+        kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
+        await self._record(receipt, turn.session_id, turn.exchange(reply.text), kept)
+        headers = self._turn_headers(turn, "miss", decision.reason, mode)
+        return JSONResponse(payload, headers=headers)
+
+    async def _relay_miss(
+        self,
+        turn: _Turn,
+        chat: ChatRequest,
+        decision: Decision,
+        body: dict[str, Any],
+        mode: WorkingSetMode,
+    ) -> Response:
+        # Usage is asked for whatever the client asked, for the receipt; the relay takes the
+        # usage chunk out again for a client that did not ask for it.
+        options = body.get("stream_options")
+        options = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+        stream = self.upstream.stream({**body, "stream_options": options})
+        try:
+            await stream.__aenter__()
+        except UpstreamError as error:
+            return await self._failed(turn, chat, decision, error, mode)
+        n = body.get("n")
+        single = not isinstance(n, int) or n <= 1
+
+        async def on_end(result: StreamResult) -> bytes | None:
+            reply = result.reply
+            fields: dict[str, Any] = {
+                "outcome": "miss", "reason": decision.reason, "model": reply.model or chat.model,
+                "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                "cost_usd": reply.cost_usd, "inference_avoided": False,
+                "inference_attempted": True,
+            }  # fmt: skip
+            if result.end == "done":
+                receipt = turn.receipt(status="ok", answer=reply.text, **fields)
+                kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
+                await self._record(receipt, turn.session_id, turn.exchange(reply.text), kept)
+                return None
+            error = result.error
+            status = "cancelled" if result.end == "cancelled" else _status_of(error)
+            message = self._scrub(str(error)) if error is not None else "the client disconnected"
+            await self._record(turn.receipt(status=status, error=message, **fields))
+            if error is None:
+                return None
+            status_code, error_type, code, _ = _failure(error)
+            return sse_event(error_body(message, error_type, code=code or status_code))
+
+        headers = self._turn_headers(turn, "miss", decision.reason, mode)
+        relayed = RelayedEvents(aiter(stream), lambda: stream.reply, stream.aclose)
+        return RelayResponse(
+            relayed, on_end=on_end, include_usage=chat.include_usage, headers=headers
+        )
+
+    async def _failed(
+        self,
+        turn: _Turn,
+        chat: ChatRequest,
+        decision: Decision,
+        error: UpstreamError,
+        mode: WorkingSetMode,
+    ) -> Response:
+        """Record a failed upstream call and answer with its error in OpenAI's shape."""
+        receipt = turn.receipt(
+            outcome="miss", reason=decision.reason, status=_status_of(error), model=chat.model,
+            inference_avoided=False, inference_attempted=error.attempted,
+            error=self._scrub(str(error)),
+        )  # fmt: skip
+        await self._record(receipt)
+        headers = self._turn_headers(turn, "miss", decision.reason, mode)
+        return self.upstream_error_response(error, headers)
+
+    def _turn_headers(
+        self, turn: _Turn, outcome: str, reason: str, mode: WorkingSetMode | None = None
+    ) -> dict[str, str]:
+        headers = {H_OUTCOME: outcome, H_REASON: reason, H_RECEIPT: turn.receipt_id}
+        if turn.chat is not None:
+            headers[H_SESSION] = turn.chat.session
+        if mode is not None:
+            headers[H_WORKING_SET] = mode
+        return headers
+
+    # -- the other endpoints -------------------------------------------------------------------
+
+    async def list_models(self, request: Request) -> Response:
+        self.authenticate(request)
+        cached = self._models
+        if cached is None or time.monotonic() - cached[0] >= self.config.models_ttl:
+            try:
+                payload = await self.upstream.models()
+            except UpstreamError as error:
+                return self.upstream_error_response(error)
+            cached = self._models = (time.monotonic(), payload)
+        return JSONResponse(cached[1])
+
+    async def ledger(self, request: Request) -> Response:
+        owner = self.authenticate(request).owner
+        totals = await self.store.ledger(owner)
+        return JSONResponse(
+            {
+                "object": "staffstore.ledger",
+                "owner": owner,
+                **totals.model_dump(),
+                "avoidance": totals.avoidance,
+            }
+        )
+
+    async def add_claim(self, request: Request) -> Response:
+        caller = self.authenticate(request)
+        if not caller.admin:
+            raise WireError(
+                403, "storing claims needs an admin key", error_type="permission_error",
+                code="admin_required",
+            )  # fmt: skip
+        try:
+            given: Any = json.loads(await self.read_body(request))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            problem = "the request body is not valid JSON"
+            raise WireError(400, problem, code="invalid_json") from None
+        if not isinstance(given, dict):
+            raise WireError(400, "the request body must be a JSON object", code="invalid_json")
+        try:
+            if "receipt_id" in given:
+                body = _ClaimBody.model_validate(given)
+                fields = body.model_dump(exclude={"receipt_id", "owner"})
+                owner = body.owner or caller.owner
+                claim = await self._write(
+                    lambda: promote_receipt(self.store, owner, body.receipt_id, **fields)
+                )
+            else:
+                new = NewClaim.model_validate({"owner": caller.owner, **given})
+                claim = await self._write(lambda: self.store.ensure_claim(new))
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+            )
+            raise WireError(400, f"invalid claim: {problems}") from None
+        except NotFoundError as error:
+            raise WireError(404, str(error), error_type="not_found_error") from None
+        except InputError as error:
+            raise WireError(400, str(error)) from None
+        return JSONResponse(
+            {"object": "staffstore.claim", **claim.model_dump(mode="json")}, status_code=201
+        )
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "upstream_key": bool(self.config.upstream_key)})
+
+    async def metrics_text(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+    # -- errors --------------------------------------------------------------------------------
+
+    def _scrub(self, text: str, *more: str) -> str:
+        """Remove every key this process knows from a message (the upstream client does too)."""
+        for secret in [*self._secrets, *more]:
+            if secret:
+                text = text.replace(secret, _REDACTED)
+        return text
+
+    def error_response(
+        self, problem: WireError, headers: dict[str, str] | None = None
+    ) -> JSONResponse:
+        body = error_body(
+            self._scrub(problem.message), problem.error_type, param=problem.param, code=problem.code
+        )
+        return JSONResponse(body, status_code=problem.status, headers=headers)
+
+    def upstream_error_response(
+        self, error: UpstreamError, headers: dict[str, str] | None = None
+    ) -> JSONResponse:
+        status, error_type, code, retry = _failure(error)
+        all_headers = dict(headers or {})
+        if retry is not None:
+            all_headers[H_SHOULD_RETRY] = retry
+        body = error_body(self._scrub(str(error)), error_type, code=code)
+        return JSONResponse(body, status_code=status, headers=all_headers)
+
+    async def on_wire_error(self, request: Request, exc: Exception) -> Response:
+        return self.error_response(cast(WireError, exc))
+
+    async def on_http_error(self, request: Request, exc: Exception) -> Response:
+        error = cast(HTTPException, exc)
+        error_type = _STATUS_TYPES.get(error.status_code, "invalid_request_error")
+        body = error_body(str(error.detail), error_type, code=error.status_code)
+        return JSONResponse(body, status_code=error.status_code, headers=error.headers)
+
+    async def on_crash(self, request: Request, exc: Exception) -> Response:
+        # The exception may hold a request and so a key: say nothing about it here.
+        body = error_body("internal error in staffstore", "server_error", code="internal_error")
+        return JSONResponse(body, status_code=500)
+
+
+def _bearer(value: str | None) -> str | None:
+    scheme, _, key = (value or "").partition(" ")
+    return (key.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def _too_large(limit: int) -> WireError:
+    return WireError(413, f"the request body is larger than {limit} bytes", code="body_too_large")
+
+
+def _status_of(error: UpstreamError | None) -> ReceiptStatus:
+    return cast(ReceiptStatus, error.status if error is not None else "error")
+
+
+def _failure(error: UpstreamError) -> tuple[int, str, str | int | None, str | None]:
+    """(HTTP status, error type, code, x-should-retry) for an upstream failure.
+
+    A retry is refused wherever the call was sent and may have been billed, or where the
+    proxy's own client already retried what was safe; a missing key never heals by retrying.
+    Only a connection that failed before sending (502) is left to the client's judgment.
+    """
+    if isinstance(error, MissingApiKeyError):
+        return 503, "server_error", "upstream_key_missing", "false"
+    if isinstance(error, UpstreamTimeoutError):
+        return 504, "upstream_error", "upstream_timeout", "false"
+    if isinstance(error, UpstreamStatusError):
+        error_type = error.error_type or _STATUS_TYPES.get(error.status_code, "upstream_error")
+        return error.status_code, error_type, error.code, "false"
+    return 502, "upstream_error", "upstream_unreachable", None
+
+
+def _keepable(
+    turn: _Turn,
+    chat: ChatRequest,
+    receipt: Receipt,
+    text: str,
+    finish_reason: str | None,
+    single_choice: bool,
+) -> KeptAnswer | None:
+    """The answer to keep for exact repeats: a whole text answer, unless the client said no."""
+    if chat.controls.no_store or finish_reason != "stop" or not text or not single_choice:
+        return None
+    now = utcnow()
+    ttl = chat.controls.ttl
+    return KeptAnswer(
+        owner=turn.caller.owner,
+        namespace=chat.controls.namespace,
+        request_hash=chat.request_hash,
+        receipt_id=receipt.id,
+        model=receipt.model,
+        answer=text,
+        created_at=now,
+        expires_at=now + timedelta(seconds=ttl) if ttl is not None else None,
+    )
+
+
+class _Timing:
+    """ASGI middleware: count each request; time each chat request to its last byte."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        clock = time.perf_counter()
+        seen: dict[str, Any] = {"status": 500, "outcome": None}
+
+        async def timed_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                for name, value in message.get("headers", []):
+                    if name == H_OUTCOME.encode():
+                        seen["outcome"] = value.decode("latin-1")
+            await send(message)
+
+        try:
+            await self.app(scope, receive, timed_send)
+        finally:
+            status = int(seen["status"])
+            outcome = "error" if status >= 400 else seen["outcome"] or "other"
+            path = scope.get("path", "")
+            route = path if path in _ROUTES else "other"
+            seconds = time.perf_counter() - clock
+            self.metrics.count_request(route, status)
+            if route == _CHAT_ROUTE:
+                self.metrics.observe_turn(outcome, seconds)
+
+
+def create_app(
+    config: ServeConfig,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    metrics: Metrics | None = None,
+) -> Starlette:
+    """The proxy as an ASGI application; `transport` replaces the network to the upstream."""
+    proxy = Proxy(config, transport=transport, metrics=metrics)
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
+            Route("/v1/models", proxy.list_models, methods=["GET"]),
+            Route("/v1/staffstore/ledger", proxy.ledger, methods=["GET"]),
+            Route("/v1/staffstore/claims", proxy.add_claim, methods=["POST"]),
+            Route("/healthz", proxy.healthz, methods=["GET"]),
+            Route("/metrics", proxy.metrics_text, methods=["GET"]),
+        ],
+        exception_handlers={
+            WireError: proxy.on_wire_error,
+            HTTPException: proxy.on_http_error,
+            Exception: proxy.on_crash,
+        },
+        lifespan=proxy.lifespan,
+    )
+    app.state.proxy = proxy
+    app.add_middleware(_Timing, metrics=proxy.metrics)
+    return app
+
+
+@contextmanager
+def serve_in_thread(
+    config: ServeConfig,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    start_timeout: float = 10.0,
+) -> Iterator[str]:
+    """Serve the proxy on 127.0.0.1 (a free port; config.port is ignored) in a thread.
+
+    Yields the base URL an OpenAI client takes (ending in /v1). For tests and benchmarks.
+    """
+    import uvicorn  # the serve extra; only this helper and run_server need it
+
+    # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on sockets that say they
+    # are TCP, and without it Nagle and delayed ACKs add 40 ms to every keep-alive request.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config, transport=transport),
+            lifespan="on",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+    )
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="staffstore-proxy", daemon=True
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + start_timeout
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the staffstore proxy did not start")
+            time.sleep(0.005)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=start_timeout)
+        sock.close()

@@ -1,0 +1,300 @@
+"""The OpenAI chat-completions wire format as the proxy reads and writes it; no HTTP in here.
+
+`read_chat_request` turns a request body into a ChatRequest: the turn (the last user message),
+the cache controls (LiteLLM's `cache` object), the working-set mode, the body to send upstream
+(those two fields stripped) and the key an exact repeat is found by. `completion_body` and
+`completion_events` write a stored answer as a `chat.completion` or as its SSE chunks, and
+`error_body` writes OpenAI's error shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from .identity import content_hash
+from .serve_config import WORKING_SET_MODES, WorkingSetMode
+
+#: Body fields that shape how an answer travels or is cached, not what is asked: an exact
+#: repeat ignores them, and `cache` and `staffstore` never go upstream.
+_TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "cache", "staffstore"})
+#: Requests whose answer is not free text: a claim, which is text, cannot answer them.
+_STRUCTURED_FIELDS = ("tools", "functions", "tool_choice", "response_format")
+DONE_EVENT = b"data: [DONE]\n\n"
+_CHUNK_WORDS = re.compile(r"(?:\S+\s*){1,8}|\s+")
+
+
+class WireError(Exception):
+    """A request the proxy cannot serve as it is, with the HTTP status and OpenAI error fields."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_type = error_type
+        self.param = param
+        self.code = code
+
+
+@dataclass(frozen=True)
+class CacheControls:
+    """LiteLLM's per-request `cache` object: skip the lookup, store nothing, where, how old."""
+
+    no_cache: bool = False
+    no_store: bool = False
+    namespace: str = ""
+    max_age: float | None = None  # "s-maxage": the oldest kept answer to accept, in seconds
+    ttl: float | None = None  # how long a kept answer may serve, in seconds
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion request, read: what was asked and how to serve it."""
+
+    body: dict[str, Any]  # what goes upstream: the client's body less cache/staffstore
+    turn: str | None  # the last message's text when it is the user's, else None
+    model: str | None
+    stream: bool
+    include_usage: bool
+    controls: CacheControls
+    working_set: WorkingSetMode
+    session: str
+    request_hash: str
+    #: Why claims cannot answer this request (tools, an image, ...), None when they may.
+    claims_refused: str | None
+    system: str | None  # the client's first system message, kept in a bounded working set
+
+
+def read_chat_request(
+    raw: bytes,
+    *,
+    default_working_set: WorkingSetMode,
+    working_set_header: str | None = None,
+    session_header: str | None = None,
+) -> ChatRequest:
+    """Read a request body, or raise WireError (400) saying which field is wrong."""
+    try:
+        body: Any = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise WireError(
+            400, f"the request body is not valid JSON: {error}", code="invalid_json"
+        ) from None
+    if not isinstance(body, dict):
+        raise WireError(400, "the request body must be a JSON object", code="invalid_json")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise WireError(
+            400, "messages must be a non-empty array", param="messages", code="missing_messages"
+        )
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise WireError(
+                400, f"messages[{number}] must be an object with a role", param="messages"
+            )
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise WireError(400, "stream must be a boolean", param="stream")
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    extension = _object(body.get("staffstore"), "staffstore")
+    mode = extension.get("working_set", working_set_header or default_working_set)
+    if mode not in WORKING_SET_MODES:
+        raise WireError(
+            400,
+            f"working_set must be one of {', '.join(WORKING_SET_MODES)}",
+            param="staffstore.working_set",
+        )
+    session = extension.get("session", session_header)
+    if session is not None and (not isinstance(session, str) or not session.strip()):
+        raise WireError(400, "session must be a non-empty string", param="staffstore.session")
+    controls = read_cache_controls(body.get("cache"))
+    upstream = {k: v for k, v in body.items() if k not in ("cache", "staffstore")}
+    asked = {k: v for k, v in body.items() if k not in _TRANSPORT_FIELDS}
+    model = body.get("model")
+    return ChatRequest(
+        body=upstream,
+        turn=_turn_text(messages),
+        model=model if isinstance(model, str) and model else None,
+        stream=bool(stream),
+        include_usage=include_usage,
+        controls=controls,
+        working_set=mode,
+        session=session.strip() if session else derived_session(messages),
+        request_hash=content_hash({"request": asked, "working_set": mode}),
+        claims_refused=_claims_refused(body, messages),
+        system=_first_system(messages),
+    )
+
+
+def read_cache_controls(value: Any) -> CacheControls:
+    """Read LiteLLM's `cache` object: no-cache, no-store, namespace, s-maxage, ttl."""
+    given = _object(value, "cache")
+    unknown = sorted(set(given) - {"no-cache", "no-store", "namespace", "s-maxage", "ttl"})
+    if unknown:
+        raise WireError(400, f"unknown cache control(s): {', '.join(unknown)}", param="cache")
+    for flag in ("no-cache", "no-store"):
+        if not isinstance(given.get(flag, False), bool):
+            raise WireError(400, f"cache.{flag} must be a boolean", param=f"cache.{flag}")
+    namespace = given.get("namespace", "")
+    if not isinstance(namespace, str):
+        raise WireError(400, "cache.namespace must be a string", param="cache.namespace")
+    return CacheControls(
+        no_cache=given.get("no-cache", False),
+        no_store=given.get("no-store", False),
+        namespace=namespace,
+        max_age=_seconds(given.get("s-maxage"), "s-maxage"),
+        ttl=_seconds(given.get("ttl"), "ttl"),
+    )
+
+
+def derived_session(messages: list[Any]) -> str:
+    """A session name for a client that sends none: a hash of the messages up to the first
+    user message, so every request of one conversation lands in the same session."""
+    opening: list[Any] = []
+    for message in messages:
+        opening.append(message)
+        if message.get("role") == "user":
+            break
+    return "auto-" + content_hash(opening, length=16)
+
+
+def message_text(content: Any) -> str | None:
+    """A message's text: a string as is, text parts joined; None when it holds anything else."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts: list[str] = []
+    for part in content:
+        if not isinstance(part, dict) or part.get("type") != "text":
+            return None
+        text = part.get("text")
+        if not isinstance(text, str):
+            return None
+        parts.append(text)
+    return "".join(parts)
+
+
+def _turn_text(messages: list[Any]) -> str | None:
+    last = messages[-1]
+    return message_text(last.get("content")) if last.get("role") == "user" else None
+
+
+def _first_system(messages: list[Any]) -> str | None:
+    for message in messages:
+        if message.get("role") in ("system", "developer"):
+            return message_text(message.get("content"))
+    return None
+
+
+def _claims_refused(body: dict[str, Any], messages: list[Any]) -> str | None:
+    if messages[-1].get("role") != "user":
+        return "not_a_user_turn"
+    if message_text(messages[-1].get("content")) is None:
+        return "not_text"
+    if any(body.get(name) for name in _STRUCTURED_FIELDS):
+        return "structured_request"
+    n = body.get("n")
+    if isinstance(n, int) and n > 1:
+        return "structured_request"
+    return None
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise WireError(400, f"{name} must be an object", param=name)
+    return value
+
+
+def _seconds(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise WireError(400, f"cache.{name} must be a number of seconds", param=f"cache.{name}")
+    if value < 0:
+        raise WireError(400, f"cache.{name} must not be negative", param=f"cache.{name}")
+    return float(value)
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def completion_id() -> str:
+    return "chatcmpl-" + uuid.uuid4().hex[:24]
+
+
+def zero_usage() -> dict[str, int]:
+    """The usage of an answer served from the store: no tokens were spent on it."""
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def completion_body(answer: str, model: str) -> dict[str, Any]:
+    """A `chat.completion` carrying a stored answer, as OpenAI's API would write it."""
+    return {
+        "id": completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": answer, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": zero_usage(),
+    }
+
+
+def completion_events(answer: str, model: str, *, include_usage: bool) -> bytes:
+    """A stored answer as a whole SSE stream: role, content chunks, finish, usage?, [DONE]."""
+    base = {
+        "id": completion_id(),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return sse_event({**base, "choices": [choice]})
+
+    pieces = [chunk({"role": "assistant", "content": ""})]
+    pieces += [chunk({"content": text}) for text in _CHUNK_WORDS.findall(answer)]
+    pieces.append(chunk({}, "stop"))
+    if include_usage:
+        pieces.append(sse_event({**base, "choices": [], "usage": zero_usage()}))
+    pieces.append(DONE_EVENT)
+    return b"".join(pieces)
+
+
+def sse_event(obj: dict[str, Any]) -> bytes:
+    """One server-sent event carrying `obj` as JSON."""
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n"
+
+
+def error_body(
+    message: str,
+    error_type: str,
+    *,
+    param: str | None = None,
+    code: str | int | None = None,
+) -> dict[str, Any]:
+    """OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`."""
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}

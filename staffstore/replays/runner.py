@@ -1,0 +1,53 @@
+"""run_replay: play one named replay on a temporary store and write its spec and ledger.
+
+Each replay is an async function of (work directory, seed, quick) returning the two documents;
+the runner gives it a temporary directory for its SQLite files, so a replay never touches a
+real store, and writes `<name>-spec.json` and `<name>-ledger.json` into `out_dir`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from . import hostile, single, workday
+from .harness import ReplayOutput, write_json
+
+ReplayFn = Callable[[Path, int, bool], Awaitable[ReplayOutput]]
+
+REPLAYS: dict[str, ReplayFn] = {
+    "single": single.play,
+    "workday": workday.play,
+    "hostile": hostile.play,
+}
+
+
+async def run_replay(
+    name: str, out_dir: Path, *, seed: int = 7, quick: bool = False
+) -> dict[str, Any]:
+    """Play the replay called `name`, write its spec and ledger into `out_dir`, return the ledger.
+
+    `quick` plays a shortened script (fewer turns), for tests and smoke runs.
+    """
+    try:
+        replay = REPLAYS[name]
+    except KeyError:
+        known = ", ".join(sorted(REPLAYS))
+        raise InputError(f"unknown replay {name!r} (known: {known})") from None
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"staffstore-replay-{name}-") as workdir:
+        output = await replay(Path(workdir), seed, quick)
+    write_json(out_dir / f"{name}-spec.json", output.spec)
+    write_json(out_dir / f"{name}-ledger.json", output.ledger)
+    return output.ledger
+
+
+async def run_all(
+    out_dir: Path, seed: int = 7, *, quick: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Play every replay in order; return their ledgers by name."""
+    return {name: await run_replay(name, out_dir, seed=seed, quick=quick) for name in REPLAYS}

@@ -1,0 +1,258 @@
+"""How `staffstore serve` is configured: flags over a TOML file over the defaults in DEFAULTS.
+
+Client keys map to owners and are held only as SHA-256 hashes: a config may name a key by its
+hash (`key_sha256`, or `sha256:HEX` in a flag) or in plain text, which is hashed as it is read
+and then dropped. The upstream key comes from the environment and is never written anywhere.
+This module needs no web framework; `run_server` imports one only when it is called.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from .config import default_db_path
+from .errors import InputError
+from .upstream import API_KEY_ENV, DEFAULT_BASE_URL
+from .working_set import DEFAULT_BUDGET
+
+WorkingSetMode = Literal["forward", "bounded"]
+WORKING_SET_MODES: tuple[WorkingSetMode, ...] = ("forward", "bounded")
+
+_HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_HASH_PREFIX = "sha256:"
+
+
+@dataclass(frozen=True)
+class OwnerKey:
+    """Whom a client key speaks for, and whether it may also use the admin endpoints."""
+
+    owner: str
+    admin: bool = False
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything the proxy needs to run. `keys` maps a key's SHA-256 hex digest to its owner."""
+
+    db_path: Path
+    host: str = "127.0.0.1"
+    port: int = 8787
+    upstream_url: str = DEFAULT_BASE_URL
+    # Kept out of repr, so a logged or printed config never shows it.
+    upstream_key: str | None = field(default=None, repr=False)
+    keys: Mapping[str, OwnerKey] = field(default_factory=dict, repr=False)
+    #: Single-tenant mode: the owner comes from `X-Staffstore-Owner` (else `default_owner`)
+    #: and any client key is accepted. Only for a server that only its owner can reach.
+    trusted: bool = False
+    default_owner: str = "local"
+    #: "forward" sends the client's messages as sent; "bounded" sends the working set.
+    working_set: WorkingSetMode = "forward"
+    budget: int = DEFAULT_BUDGET
+    max_body_bytes: int = 8 * 1024 * 1024
+    timeout: float = 60.0
+    upstream_retries: int = 2
+    #: How long a fetched GET /v1/models answer is served again, in seconds.
+    models_ttl: float = 60.0
+    log_level: str = "info"
+    access_log: bool = False
+
+
+DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
+
+# Settings a config file may hold, under [serve]; `owners` is an array of tables.
+_FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "host": str, "port": int, "upstream": str, "upstream_key_env": str, "db": str,
+    "trusted": bool, "default_owner": str, "working_set": str, "budget": int,
+    "max_body_bytes": int, "timeout": (int, float), "upstream_retries": int,
+    "models_ttl": (int, float), "log_level": str, "access_log": bool, "owners": list,
+}  # fmt: skip
+
+
+def hash_key(key: str) -> str:
+    """The SHA-256 hex digest a client key is known by; the key itself is never kept."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def key_digest(given: str) -> str:
+    """The digest for a configured key: `sha256:HEX` (or 64 hex digits) as is, else hashed."""
+    text = given.strip()
+    if text.lower().startswith(_HASH_PREFIX):
+        digest = text[len(_HASH_PREFIX) :].lower()
+        if not _HEX_SHA256.match(digest):
+            raise InputError("a key given as sha256:HEX needs 64 hexadecimal digits")
+        return digest
+    if not text:
+        raise InputError("an owner key must not be empty")
+    return hash_key(text)
+
+
+def parse_owner_key(spec: str, *, admin: bool = False) -> tuple[str, OwnerKey]:
+    """Read a command-line key, `OWNER=KEY` or `OWNER=sha256:HEX`, as (digest, OwnerKey)."""
+    owner, sep, key = spec.partition("=")
+    if not sep or not owner.strip() or not key.strip():
+        # The spec may hold a key: name its form, not its text.
+        raise InputError("an owner key is given as OWNER=KEY or OWNER=sha256:HEX")
+    return key_digest(key), OwnerKey(owner.strip(), admin)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The `[serve]` table of a TOML file (or the whole file when it has none), checked."""
+    try:
+        with path.expanduser().open("rb") as handle:
+            document = tomllib.load(handle)
+    except FileNotFoundError:
+        raise InputError(f"config file {path} does not exist") from None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"cannot read config file {path}: {error}") from None
+    table = document.get("serve", document)
+    if not isinstance(table, dict):
+        raise InputError(f"{path}: [serve] must be a table")
+    unknown = sorted(set(table) - set(_FILE_FIELDS))
+    if unknown:
+        raise InputError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    for name, value in table.items():
+        expected = _FILE_FIELDS[name]
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise InputError(f"{path}: {name} has the wrong type ({type(value).__name__})")
+    return table
+
+
+def _file_keys(owners: list[Any], path: Path) -> dict[str, OwnerKey]:
+    keys: dict[str, OwnerKey] = {}
+    for number, entry in enumerate(owners, 1):
+        where = f"{path}: owners entry {number}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("owner"), str):
+            raise InputError(f"{where} needs an owner name")
+        extra = sorted(set(entry) - {"owner", "key", "key_sha256", "admin"})
+        if extra:
+            raise InputError(f"{where} has unknown field(s) {', '.join(extra)}")
+        given = [entry[name] for name in ("key", "key_sha256") if name in entry]
+        if len(given) != 1 or not isinstance(given[0], str):
+            raise InputError(f"{where} needs exactly one of key or key_sha256")
+        digest = key_digest(given[0] if "key" in entry else _HASH_PREFIX + given[0])
+        keys[digest] = OwnerKey(entry["owner"], bool(entry.get("admin", False)))
+    return keys
+
+
+def build_config(
+    *,
+    config_file: Path | None = None,
+    db_path: Path | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    upstream_url: str | None = None,
+    owner_keys: Sequence[str] = (),
+    admin_keys: Sequence[str] = (),
+    trusted: bool | None = None,
+    default_owner: str | None = None,
+    working_set: str | None = None,
+    budget: int | None = None,
+    max_body_bytes: int | None = None,
+    timeout: float | None = None,
+    upstream_retries: int | None = None,
+    models_ttl: float | None = None,
+    log_level: str | None = None,
+    access_log: bool | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ServeConfig:
+    """Merge flags (any argument not None) over the config file over the defaults.
+
+    Keys from flags are added to the file's; a key named twice keeps its last owner.
+    """
+    env = os.environ if environ is None else environ
+    table = read_config_file(config_file) if config_file is not None else {}
+    keys = _file_keys(table.get("owners", []), config_file) if config_file is not None else {}
+    for spec in owner_keys:
+        digest, owner = parse_owner_key(spec)
+        keys[digest] = owner
+    for spec in admin_keys:
+        digest, owner = parse_owner_key(spec, admin=True)
+        keys[digest] = owner
+
+    def pick(flag: Any, name: str, default: Any) -> Any:
+        return flag if flag is not None else table.get(name, default)
+
+    file_db = table.get("db")
+    if db_path is None and file_db is not None:
+        db_path = Path(file_db).expanduser()
+        if not db_path.is_absolute() and config_file is not None:
+            db_path = config_file.expanduser().parent / db_path
+    mode = pick(working_set, "working_set", DEFAULTS.working_set)
+    if mode not in WORKING_SET_MODES:
+        raise InputError(f"working_set must be one of {', '.join(WORKING_SET_MODES)}")
+    config = ServeConfig(
+        db_path=db_path if db_path is not None else default_db_path(env),
+        host=pick(host, "host", DEFAULTS.host),
+        port=pick(port, "port", DEFAULTS.port),
+        upstream_url=pick(upstream_url, "upstream", DEFAULTS.upstream_url),
+        upstream_key=env.get(table.get("upstream_key_env", API_KEY_ENV)) or None,
+        keys=keys,
+        trusted=pick(trusted, "trusted", DEFAULTS.trusted),
+        default_owner=pick(default_owner, "default_owner", DEFAULTS.default_owner),
+        working_set=cast(WorkingSetMode, mode),
+        budget=pick(budget, "budget", DEFAULTS.budget),
+        max_body_bytes=pick(max_body_bytes, "max_body_bytes", DEFAULTS.max_body_bytes),
+        timeout=float(pick(timeout, "timeout", DEFAULTS.timeout)),
+        upstream_retries=pick(upstream_retries, "upstream_retries", DEFAULTS.upstream_retries),
+        models_ttl=float(pick(models_ttl, "models_ttl", DEFAULTS.models_ttl)),
+        log_level=pick(log_level, "log_level", DEFAULTS.log_level),
+        access_log=pick(access_log, "access_log", DEFAULTS.access_log),
+    )
+    _check(config)
+    return config
+
+
+def _check(config: ServeConfig) -> None:
+    if not 0 <= config.port <= 65_535:
+        raise InputError(f"port {config.port} is not a TCP port")
+    for name in ("budget", "max_body_bytes"):
+        if getattr(config, name) < 1:
+            raise InputError(f"{name} must be at least 1")
+    for name in ("timeout", "models_ttl"):
+        if getattr(config, name) < 0:
+            raise InputError(f"{name} must not be negative")
+    if config.upstream_retries < 0:
+        raise InputError("upstream_retries must not be negative")
+    if not config.default_owner.strip():
+        raise InputError("default_owner must not be empty")
+    if not config.trusted and not config.keys:
+        raise InputError(
+            "no client keys: give --owner-key OWNER=KEY (or owners in the config file), "
+            "or start in --trusted single-tenant mode"
+        )
+
+
+def run_server(config: ServeConfig) -> None:
+    """Serve the proxy with uvicorn until interrupted (needs the `staffstore[serve]` extra)."""
+    try:
+        import uvicorn
+
+        from .proxy import create_app
+    except ImportError as error:
+        raise InputError(
+            f"staffstore serve needs the serve extra: pip install 'staffstore[serve]' ({error})"
+        ) from None
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config),
+            host=config.host,
+            port=config.port,
+            lifespan="on",
+            log_level=config.log_level,
+            access_log=config.access_log,
+            timeout_graceful_shutdown=5,
+        )
+    )
+    server.run()
+
+
+def serve_command(**options: Any) -> None:
+    """`staffstore serve`: build the config from the CLI's options (see build_config), serve."""
+    run_server(build_config(**options))

@@ -1,0 +1,170 @@
+"""Claims files: validated whole, rejected whole by default, stored in batches, idempotent."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from staffstore.errors import ImportFileError, InputError
+from staffstore.importer import (
+    describe_bad_lines,
+    import_claims,
+    new_claim,
+    parse_claims,
+    read_claims,
+    store_claims,
+)
+from staffstore.store import StaffStore
+
+
+def claim_line(number: int, **extra: Any) -> str:
+    fields = {"owner": "acme", "question": f"what does job {number} report", "answer": "ok"}
+    return json.dumps({**fields, **extra})
+
+
+def lines_of(*lines: str | bytes) -> list[bytes]:
+    return [(line if isinstance(line, bytes) else line.encode()) + b"\n" for line in lines]
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[StaffStore]:
+    async with StaffStore.open(tmp_path / "staffstore.db") as opened:
+        yield opened
+
+
+def test_blank_lines_are_ignored_but_still_numbered() -> None:
+    parsed = parse_claims(lines_of(claim_line(1), "", "   ", "not json"))
+    assert len(parsed.claims) == 1
+    assert [bad.number for bad in parsed.bad] == [4]
+
+
+def test_a_leading_byte_order_mark_is_accepted() -> None:
+    parsed = parse_claims(lines_of(b"\xef\xbb\xbf" + claim_line(1).encode()))
+    assert len(parsed.claims) == 1 and not parsed.bad
+
+
+def test_crlf_line_endings_are_accepted() -> None:
+    parsed = parse_claims(io.BytesIO(f"{claim_line(1)}\r\n{claim_line(2)}\r\n".encode()))
+    assert len(parsed.claims) == 2 and not parsed.bad
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b"{not json", "malformed JSON"),
+        (b"[1, 2]", "got an array"),
+        (b"null", "got null"),
+        (b'{"owner": "acme", "question": "q"}', "answer: Field required"),
+        (claim_line(1, colour="red").encode(), "colour: Extra inputs are not permitted"),
+        (claim_line(1, source="rumour").encode(), "source:"),
+        (claim_line(1, expires_at="next tuesday").encode(), "expires_at:"),
+        (b'{"owner": "acme", "question": "  ", "answer": "a"}', "must not be blank"),
+        (b'{"owner": "acme", "question": "caf\xe9", "answer": "a"}', "not valid UTF-8"),
+    ],
+)
+def test_a_bad_line_gets_a_reason(line: bytes, reason: str) -> None:
+    parsed = parse_claims(lines_of(claim_line(1), line))
+    assert [bad.number for bad in parsed.bad] == [2]
+    assert reason in parsed.bad[0].reason
+
+
+def test_optional_fields_are_read() -> None:
+    line = claim_line(
+        1, agent="kernel", source="job", job_id="J-17", repository="acme/api",
+        profile="ci", revision="3f2a9c1", inputs_fingerprint="f00d",
+        expires_at="2030-01-01T00:00:00Z",
+    )  # fmt: skip
+    (claim,) = parse_claims(lines_of(line)).claims
+    assert (claim.agent, claim.source, claim.job_id) == ("kernel", "job", "J-17")
+    assert (claim.repository, claim.profile, claim.revision) == ("acme/api", "ci", "3f2a9c1")
+    assert claim.inputs_fingerprint == "f00d"
+    assert claim.expires_at is not None and claim.expires_at.year == 2030
+
+
+def test_new_claim_explains_what_is_wrong() -> None:
+    with pytest.raises(InputError, match="answer: Field required"):
+        new_claim({"owner": "acme", "question": "q"})
+
+
+async def test_a_bad_line_rejects_the_whole_file(store: StaffStore) -> None:
+    parsed = parse_claims(lines_of(claim_line(1), "oops", claim_line(3)), name="claims.jsonl")
+    with pytest.raises(ImportFileError) as raised:
+        await store_claims(store, parsed)
+    assert raised.value.bad_lines == [2]
+    assert "claims.jsonl" in str(raised.value) and "line 2" in str(raised.value)
+    assert await store.count_claims() == 0
+
+
+async def test_the_error_names_the_first_five_bad_lines_and_counts_the_rest(
+    store: StaffStore,
+) -> None:
+    parsed = parse_claims(lines_of(*["oops"] * 8))
+    with pytest.raises(ImportFileError) as raised:
+        await store_claims(store, parsed)
+    message = str(raised.value)
+    assert "8 bad lines" in message
+    assert "line 5:" in message and "line 6:" not in message
+    assert "and 3 more" in message
+    assert raised.value.bad_lines == list(range(1, 9))
+
+
+def test_describe_bad_lines_without_overflow_has_no_tail() -> None:
+    parsed = parse_claims(lines_of("oops"))
+    assert describe_bad_lines(parsed.bad) == "line 1: malformed JSON (Expecting value at column 1)"
+
+
+async def test_skip_bad_stores_the_good_lines_and_counts_the_bad(store: StaffStore) -> None:
+    parsed = parse_claims(lines_of(claim_line(1), "oops", claim_line(3), "[]"))
+    report = await store_claims(store, parsed, skip_bad=True)
+    assert (report.added, report.present, report.skipped) == (2, 0, 2)
+    assert [bad.number for bad in report.bad] == [2, 4]
+    assert await store.count_claims("acme") == 2
+
+
+async def test_importing_the_same_file_twice_adds_nothing(
+    store: StaffStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "claims.jsonl"
+    path.write_text("\n".join(claim_line(n) for n in range(50)) + "\n")
+    first = await import_claims(store, path)
+    second = await import_claims(store, path)
+    assert (first.added, first.present) == (50, 0)
+    assert (second.added, second.present) == (0, 50)
+    assert await store.count_claims() == 50
+
+
+async def test_a_claim_repeated_in_one_file_is_stored_once(store: StaffStore) -> None:
+    report = await store_claims(store, parse_claims(lines_of(claim_line(1), claim_line(1))))
+    assert (report.added, report.present) == (1, 1)
+
+
+async def test_claims_are_stored_across_many_batches(store: StaffStore) -> None:
+    parsed = parse_claims(io.BytesIO("".join(claim_line(n) + "\n" for n in range(3_000)).encode()))
+    report = await store_claims(store, parsed, batch_size=700)
+    assert report.added == 3_000
+    assert await store.count_claims("acme") == 3_000
+
+
+async def test_a_batch_size_below_one_is_refused(store: StaffStore) -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        await store_claims(store, parse_claims([]), batch_size=0)
+
+
+def test_a_missing_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        read_claims(tmp_path / "absent.jsonl")
+
+
+def test_a_directory_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a directory"):
+        read_claims(tmp_path)
+
+
+def test_a_stream_can_be_read() -> None:
+    parsed = read_claims(io.BytesIO(claim_line(1).encode()))
+    assert len(parsed.claims) == 1
