@@ -57,7 +57,7 @@ _CONTRACTIONS = (
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 _REWRITES = (
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), ""),  # 4,000 -> 4000
-    (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1"),  # 9th -> 9
+    (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th"),  # 9th, ninth -> 9th
     (re.compile(r"\b(\d+(?:\.\d+)?)([a-z]+)\b"), r"\1 \2"),  # 10mb -> 10 mb, 8s -> 8 s
     (re.compile(r"(?<=[a-z])-(?=[a-z])"), ""),  # sign-up -> signup, on-call -> oncall
     (re.compile(r"\bpull\s+requests?\b"), "pr"),
@@ -73,6 +73,13 @@ _REWRITES = (
         "why",
     ),
     (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why"),
+    # "what causes X to fail" asks "why does X fail"
+    (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\s+(.{1,80}?)\s+to\s+(?=\w)"), r"why \1 "),
+    (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\b"), "why"),
+    (re.compile(r"\b(?:larger|bigger|greater|more|longer)\s+than\b"), "over"),
+    (re.compile(r"\b(find|found|finding|figure|figured)\s+out\b"), r"\1"),
+    (re.compile(r"\bgoing\s+to\b"), "will"),
+    (re.compile(r"\bjust\b"), "only"),
 )
 
 # Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
@@ -85,7 +92,8 @@ _TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*[+#]*|[^\w\s'\".,;:!?()\[\]{}\-/]")
 STOPWORDS = frozenset(
     """
     a an the and or
-    so such very really just actually ever yet currently also basically
+    so such very really actually yet currently also basically certain
+    will would
     is are am be been being was were do does did doing done has have had having
     what which how whats hows whatre
     some any
@@ -162,7 +170,6 @@ _SYNONYMS = {
     "finish": "end", "complete": "end",
     "automobile": "car",
     "film": "movie",
-    "reason": "why", "cause": "why",
     "approach": "method", "technique": "method",
     # Engineering shorthand, each with one reading.
     "prod": "production", "db": "database", "k8s": "kubernetes", "js": "javascript",
@@ -172,7 +179,10 @@ _SYNONYMS = {
     "docs": "documentation", "doc": "documentation", "dir": "directory", "folder": "directory",
     "char": "character", "versus": "vs", "occasionally": "sometimes", "impact": "affect",
     "retain": "keep", "bypass": "skip", "every": "all", "regarding": "about",
-    "concerning": "about",
+    "concerning": "about", "inside": "in", "within": "in", "above": "over", "via": "through",
+    "somebody": "anyone", "someone": "anyone", "anybody": "anyone", "spike": "jump",
+    "seq": "sequential", "fall": "drop", "prs": "pr",
+    "first": "1th", "second": "2th", "third": "3th", "fourth": "4th", "fifth": "5th",
     "simple": "easy", "easiest": "easy", "easier": "easy", "simplest": "easy",
     "correct": "right", "proper": "right",
     "mistake": "error",
@@ -223,52 +233,48 @@ def _stem(word: str) -> str:
     return word
 
 
-# After these, an -ing or -ed form is a verb ("is failing", "was rejected", "has doubled"),
-# so it is safe to reduce it to its stem; elsewhere "bearing" may be a noun.
-_AUXILIARIES = frozenset(
-    "is are was were be been being am has have had get gets got getting keep keeps kept".split()
-)
 # Before "one", these make it a pronoun ("the other one"); elsewhere it is the number 1.
 _ONE_AS_PRONOUN = frozenset(
     "the that this which other another each every any no first second third last next "
     "new old same right wrong".split()
 )
+_DETERMINERS = frozenset("a an the my your his her its their this these those".split())
+# A sentence-final "do" is the main verb: "what does melanin do?" is not "what is melanin?".
+_DO = frozenset({"do", "does", "did", "done"})
+# "get" before a participle is a passive auxiliary: "got opened" asks what "were opened" asks.
+_GET = frozenset({"get", "gets", "got", "gotten", "getting"})
 
 
-_DETERMINERS = frozenset("a an the my your his her its our their this that these those".split())
+def _lemma(word: str) -> str:
+    """Fold -ing, -ed and a final -e, so "share", "shared" and "sharing" are one word.
 
-
-def _after_auxiliary(raw: Sequence[str], index: int) -> bool:
-    """An auxiliary shortly before, and no determiner right before: "are the tests failing"."""
-    if index == 0 or raw[index - 1] in _DETERMINERS:
-        return False
-    return any(word in _AUXILIARIES for word in raw[max(0, index - 5) : index])
-
-
-def _verb_stem(word: str) -> str:
-    """Reduce a participle to its verb: failing -> fail, doubled -> double, stopped -> stop."""
+    Both sides of a comparison go through it, so the folded form only has to be consistent,
+    not a real word. Short bases are left alone ("need", "bring", "thing").
+    """
+    if not word.isalpha() or len(word) < 4:
+        return word
+    base = word
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]
             if base[-1] == base[-2] and base[-1] not in "lsz":
-                return base[:-1]
-            if base.endswith(("at", "bl", "iz", "us", "ur", "ov", "rg", "ag", "ct", "pl")):
-                return base + "e" if not base.endswith(("ct",)) else base
-            return base
-    return word
+                base = base[:-1]  # stopped -> stop
+            break
+    if base.endswith("e") and len(base) >= 4:
+        base = base[:-1]
+    return base
 
 
-def _canonical(token: str) -> str:
-    if token in STOPWORDS:
-        return token
+def _canonical(token: str, *, fold_verb: bool = True) -> str:
     if token in _PRONOUNS:
         return _PRONOUNS[token]
     if token in _NUMBER_WORDS and token != "one":
         return _NUMBER_WORDS[token]
-    if token in _SYNONYMS:
-        return _SYNONYMS[token]
-    stem = _stem(token)
-    return _SYNONYMS.get(stem, stem)
+    if token.isdigit():
+        return str(int(token))  # 0042 -> 42
+    word = _SYNONYMS.get(token) or _stem(token)
+    word = _SYNONYMS.get(word, word)
+    return _lemma(word) if fold_verb else word
 
 
 def tokens(text: str) -> list[str]:
@@ -318,20 +324,27 @@ def normalize(text: str) -> Normalized:
     last = len(raw) - 1
     for index, token in enumerate(raw):
         previous = raw[index - 1] if index else ""
-        # A sentence-final "that" ("why is that?") points back at earlier context.
-        if token == "that" and index == last:
+        following = raw[index + 1] if index < last else ""
+        if token == "that":
+            # A sentence-final "that" ("why is that?") points back at earlier context;
+            # elsewhere it only joins clauses.
+            if index != last:
+                continue
             word = "that"
-        elif token == "that":
-            continue
         elif token == "one":
             word = "one" if previous in _ONE_AS_PRONOUN or index == last else "1"
-        elif token.endswith(("ing", "ed")) and _after_auxiliary(raw, index):
-            word = _canonical(_IRREGULAR.get(token, _verb_stem(token)))
+        elif token in _GET and (following.endswith("ed") or following in _IRREGULAR):
+            continue
+        elif token in STOPWORDS and not (token in _DO and index == last):
+            words.append(token)
+            continue
+        elif previous in _DETERMINERS:
+            # After "a" or "the", an -ing word is a noun: "a bearing" is not "a bear".
+            word = _canonical(token, fold_verb=False)
         else:
             word = _canonical(token)
         words.append(word)
-        if word in NEGATIONS or word in REFERENTS or word == "that" or word not in STOPWORDS:
-            content.append(word)
+        content.append(word)
     return Normalized(tuple(words), tuple(content))
 
 
@@ -352,10 +365,10 @@ def _typo_close(a: str, b: str) -> bool:
     if not (a.isalpha() and b.isalpha()):
         return False  # numbers, versions and hashes must match exactly
     shortest = min(len(a), len(b))
-    if shortest < 5 or a[0] != b[0]:
-        return False  # short words and first letters: a slip there makes another word
-    if len(a) != len(b) and (shortest < 7 or a[-1] != b[-1]):
-        return False  # a dropped or doubled letter, but not at the ends ("theist", "homeopath")
+    if shortest < 5 or a[0] != b[0] or a[-1] != b[-1]:
+        return False  # short words, first and last letters: a slip there makes another word
+    if len(a) != len(b) and shortest < 7:
+        return False  # a dropped or doubled letter, in a word long enough to survive it
     return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
@@ -380,20 +393,28 @@ def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
     return mapped
 
 
-def same_order(turn: Sequence[str], claim: Sequence[str]) -> bool:
-    """True when the turn keeps the claim's word order, up to moving one phrase elsewhere.
+PREPOSITIONS = frozenset(
+    "of to in on at by for from with as into onto about over under after before during "
+    "through between against across without per".split()
+)
 
-    "About X, what did K find" moves one phrase of "what did K find about X" and is the same
-    question; "flights from A to B" / "from B to A" needs two moves and is not. Repeated words
-    are kept: "Ted is John's son" and "John is Ted's son" differ only there.
+
+def same_order(turn: Sequence[str], claim: Sequence[str]) -> bool:
+    """True when the turn keeps the claim's word order, up to moving one prepositional phrase.
+
+    "In CI, why does the build fail" moves "in CI" in "why does the build fail in CI" and asks
+    the same question. Any other reordering is refused: "flights from A to B" / "from B to A",
+    "A was president and B secretary" / "B was president and A secretary": word swaps are how
+    near-identical sentences come to mean different things. Repeated words are kept: "Ted is
+    John's son" and "John is Ted's son" differ only there.
     """
     a, b = list(turn), list(claim)
     if a == b:
         return True
     if len(a) != len(b):
         return False
-    # Moving one contiguous block is, once the shared prefix and suffix are set aside, a
-    # rotation of what remains.
+    # Set aside the shared beginning and end; one phrase moved means what is left of the turn
+    # is a rotation of what is left of the claim, cut into two blocks.
     start = 0
     while a[start] == b[start]:
         start += 1
@@ -401,8 +422,11 @@ def same_order(turn: Sequence[str], claim: Sequence[str]) -> bool:
     while a[end - 1] == b[end - 1]:
         end -= 1
     middle_a, middle_b = a[start:end], b[start:end]
-    doubled = middle_b + middle_b
-    return any(doubled[i : i + len(middle_a)] == middle_a for i in range(1, len(middle_b)))
+    for cut in range(1, len(middle_b)):
+        first, second = middle_b[:cut], middle_b[cut:]
+        if second + first == middle_a:
+            return first[0] in PREPOSITIONS or second[0] in PREPOSITIONS
+    return False
 
 
 @dataclass(frozen=True)

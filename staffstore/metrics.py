@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
+from typing import Any
 
 from .models import Receipt
 
@@ -21,6 +23,13 @@ LATENCY_BUCKETS: tuple[float, ...] = (
 )  # fmt: skip
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OUTCOME_HEADER = b"x-staffstore-outcome"
+
+_Message = MutableMapping[str, Any]
+_ASGIApp = Callable[
+    [_Message, Callable[[], Awaitable[_Message]], Callable[[_Message], Awaitable[None]]],
+    Awaitable[None],
+]
 
 _COUNTERS: tuple[tuple[str, str], ...] = (
     ("turns", "Chat turns that reached the gate and got a receipt."),
@@ -138,3 +147,51 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if not float(value).is_integer() else f"{value:.1f}"
+
+
+class RequestTiming:
+    """ASGI middleware: count every request by route and status, and time each chat request
+    from its arrival to its last byte, by the outcome its `X-Staffstore-Outcome` header names.
+
+    Routes outside `routes` are counted as "other", so a scanner cannot grow the label set.
+    """
+
+    def __init__(
+        self, app: _ASGIApp, metrics: Metrics, chat_route: str, routes: Collection[str]
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.chat_route = chat_route
+        self.routes = routes
+
+    async def __call__(
+        self,
+        scope: _Message,
+        receive: Callable[[], Awaitable[_Message]],
+        send: Callable[[_Message], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        clock = time.perf_counter()
+        status = 500  # what the client gets if the app fails before it answers
+        outcome: str | None = None
+
+        async def timed_send(message: _Message) -> None:
+            nonlocal status, outcome
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                for name, value in message.get("headers", []):
+                    if name == OUTCOME_HEADER:
+                        outcome = value.decode("latin-1")
+            await send(message)
+
+        try:
+            await self.app(scope, receive, timed_send)
+        finally:
+            path = scope.get("path", "")
+            route = path if path in self.routes else "other"
+            self.metrics.count_request(route, status)
+            if route == self.chat_route:
+                label = "error" if status >= 400 else outcome or "other"
+                self.metrics.observe_turn(label, time.perf_counter() - clock)

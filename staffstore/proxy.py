@@ -18,16 +18,15 @@ and a transaction must not take in another request's statements.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -36,23 +35,16 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import (
-    InputError,
-    MissingApiKeyError,
-    NotFoundError,
-    UpstreamError,
-    UpstreamStatusError,
-    UpstreamTimeoutError,
-)
+from .errors import InputError, NotFoundError, UpstreamError
 from .gate import query_first
-from .metrics import CONTENT_TYPE, Metrics
+from .metrics import CONTENT_TYPE, Metrics, RequestTiming
 from .models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from .mouth import new_receipt_id
 from .promote import promote_receipt
 from .proxy_stream import RelayedEvents, RelayResponse, StreamResult
 from .proxy_wire import (
+    STATUS_TYPES,
     ChatRequest,
     WireError,
     completion_body,
@@ -60,13 +52,13 @@ from .proxy_wire import (
     error_body,
     read_chat_request,
     sse_event,
+    upstream_failure,
 )
+from .proxy_writer import Writer
 from .serve_config import ServeConfig, WorkingSetMode, hash_key
-from .store import KeptAnswer, StaffStore
+from .store import KeptAnswer, StaffStore, TurnRecord
 from .upstream import OpenRouter
 from .working_set import DEFAULT_SYSTEM, build_working_set
-
-T = TypeVar("T")
 
 H_OUTCOME = "x-staffstore-outcome"
 H_REASON = "x-staffstore-reason"
@@ -80,16 +72,12 @@ H_WORKING_SET = "x-staffstore-working-set"
 H_SHOULD_RETRY = "x-should-retry"
 
 _REDACTED = "[redacted]"
+_SESSIONS_REMEMBERED = 100_000
 _CHAT_ROUTE = "/v1/chat/completions"
 _ROUTES = (
     _CHAT_ROUTE, "/v1/models", "/v1/staffstore/ledger", "/v1/staffstore/claims",
     "/healthz", "/metrics",
 )  # fmt: skip
-_STATUS_TYPES = {
-    400: "invalid_request_error", 401: "authentication_error", 402: "insufficient_quota",
-    403: "permission_error", 404: "not_found_error", 413: "invalid_request_error",
-    422: "invalid_request_error", 429: "rate_limit_error",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -168,11 +156,12 @@ class Proxy:
         self._transport = transport
         self._store: StaffStore | None = None
         self._upstream: OpenRouter | None = None
-        self._lock = asyncio.Lock()
-        self._pending: set[asyncio.Future[Any]] = set()
+        self._writer: Writer | None = None
+        # Session ids by (owner, name): sessions are never renamed or deleted, and this saves
+        # a database round trip on every request of a known conversation.
+        self._sessions: dict[tuple[str, str], str] = {}
         self._models: tuple[float, dict[str, Any]] | None = None
-        secrets = [config.upstream_key] if config.upstream_key else []
-        self._secrets = secrets
+        self._secrets = [config.upstream_key] if config.upstream_key else []
 
     @property
     def store(self) -> StaffStore:
@@ -186,11 +175,18 @@ class Proxy:
             raise RuntimeError("the proxy is not running (its lifespan has not started)")
         return self._upstream
 
+    @property
+    def writer(self) -> Writer:
+        if self._writer is None:
+            raise RuntimeError("the proxy is not running (its lifespan has not started)")
+        return self._writer
+
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Open the store and the upstream client; on the way out, finish every write first."""
         self._store = await StaffStore.connect(self.config.db_path)
-        self._lock = asyncio.Lock()
+        self._writer = Writer(self._store, on_commit=self._count)
+        self._writer.start()
         # One connection per request in flight: a slow model must not queue the next call.
         http = httpx.AsyncClient(
             transport=self._transport,
@@ -207,24 +203,12 @@ class Proxy:
         try:
             yield
         finally:
-            await asyncio.gather(*self._pending, return_exceptions=True)
+            await self._writer.close()
             await http.aclose()
             await self._store.close()
-            self._store = self._upstream = None
+            self._store = self._upstream = self._writer = None
 
     # -- writes ------------------------------------------------------------------------------
-
-    async def _write(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run one write under the lock, to its end even if the request is cancelled."""
-
-        async def locked() -> T:
-            async with self._lock:
-                return await work()
-
-        task = asyncio.ensure_future(locked())
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-        return await asyncio.shield(task)
 
     async def _record(
         self,
@@ -233,13 +217,19 @@ class Proxy:
         messages: Sequence[tuple[Role, str]] = (),
         kept: KeptAnswer | None = None,
     ) -> None:
-        async def write() -> None:
-            await self.store.record_turn(
-                receipt, session_id=session_id, messages=messages, kept=kept
-            )
-            self.metrics.count_receipt(receipt)
+        await self.writer.record(TurnRecord(receipt, session_id, messages, kept))
 
-        await self._write(write)
+    def _count(self, record: TurnRecord) -> None:
+        self.metrics.count_receipt(record.receipt)
+
+    async def _session_id(self, owner: str, name: str) -> str:
+        known = self._sessions.get((owner, name))
+        if known is None:
+            known = await self.writer.run(lambda: self.store.ensure_session(owner, name))
+            if len(self._sessions) >= _SESSIONS_REMEMBERED:
+                self._sessions.clear()
+            self._sessions[(owner, name)] = known
+        return known
 
     # -- who is asking -----------------------------------------------------------------------
 
@@ -292,7 +282,7 @@ class Proxy:
             await self._record(receipt)
             return self.error_response(problem, {H_OUTCOME: "miss", H_RECEIPT: receipt.id})
         turn.chat = chat
-        turn.session_id = await self._write(lambda: self.store.ensure_session(owner, chat.session))
+        turn.session_id = await self._session_id(owner, chat.session)
         decision, kept = await self._look_up(owner, chat)
         if decision.hit:
             return await self._serve_hit(turn, chat, decision, kept)
@@ -412,7 +402,7 @@ class Proxy:
             await self._record(turn.receipt(status=status, error=message, **fields))
             if error is None:
                 return None
-            status_code, error_type, code, _ = _failure(error)
+            status_code, error_type, code, _ = upstream_failure(error)
             return sse_event(error_body(message, error_type, code=code or status_code))
 
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
@@ -493,12 +483,12 @@ class Proxy:
                 body = _ClaimBody.model_validate(given)
                 fields = body.model_dump(exclude={"receipt_id", "owner"})
                 owner = body.owner or caller.owner
-                claim = await self._write(
+                claim = await self.writer.run(
                     lambda: promote_receipt(self.store, owner, body.receipt_id, **fields)
                 )
             else:
                 new = NewClaim.model_validate({"owner": caller.owner, **given})
-                claim = await self._write(lambda: self.store.ensure_claim(new))
+                claim = await self.writer.run(lambda: self.store.ensure_claim(new))
         except ValidationError as error:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
@@ -538,7 +528,7 @@ class Proxy:
     def upstream_error_response(
         self, error: UpstreamError, headers: dict[str, str] | None = None
     ) -> JSONResponse:
-        status, error_type, code, retry = _failure(error)
+        status, error_type, code, retry = upstream_failure(error)
         all_headers = dict(headers or {})
         if retry is not None:
             all_headers[H_SHOULD_RETRY] = retry
@@ -550,7 +540,7 @@ class Proxy:
 
     async def on_http_error(self, request: Request, exc: Exception) -> Response:
         error = cast(HTTPException, exc)
-        error_type = _STATUS_TYPES.get(error.status_code, "invalid_request_error")
+        error_type = STATUS_TYPES.get(error.status_code, "invalid_request_error")
         body = error_body(str(error.detail), error_type, code=error.status_code)
         return JSONResponse(body, status_code=error.status_code, headers=error.headers)
 
@@ -571,23 +561,6 @@ def _too_large(limit: int) -> WireError:
 
 def _status_of(error: UpstreamError | None) -> ReceiptStatus:
     return cast(ReceiptStatus, error.status if error is not None else "error")
-
-
-def _failure(error: UpstreamError) -> tuple[int, str, str | int | None, str | None]:
-    """(HTTP status, error type, code, x-should-retry) for an upstream failure.
-
-    A retry is refused wherever the call was sent and may have been billed, or where the
-    proxy's own client already retried what was safe; a missing key never heals by retrying.
-    Only a connection that failed before sending (502) is left to the client's judgment.
-    """
-    if isinstance(error, MissingApiKeyError):
-        return 503, "server_error", "upstream_key_missing", "false"
-    if isinstance(error, UpstreamTimeoutError):
-        return 504, "upstream_error", "upstream_timeout", "false"
-    if isinstance(error, UpstreamStatusError):
-        error_type = error.error_type or _STATUS_TYPES.get(error.status_code, "upstream_error")
-        return error.status_code, error_type, error.code, "false"
-    return 502, "upstream_error", "upstream_unreachable", None
 
 
 def _keepable(
@@ -615,41 +588,6 @@ def _keepable(
     )
 
 
-class _Timing:
-    """ASGI middleware: count each request; time each chat request to its last byte."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        clock = time.perf_counter()
-        seen: dict[str, Any] = {"status": 500, "outcome": None}
-
-        async def timed_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                seen["status"] = message["status"]
-                for name, value in message.get("headers", []):
-                    if name == H_OUTCOME.encode():
-                        seen["outcome"] = value.decode("latin-1")
-            await send(message)
-
-        try:
-            await self.app(scope, receive, timed_send)
-        finally:
-            status = int(seen["status"])
-            outcome = "error" if status >= 400 else seen["outcome"] or "other"
-            path = scope.get("path", "")
-            route = path if path in _ROUTES else "other"
-            seconds = time.perf_counter() - clock
-            self.metrics.count_request(route, status)
-            if route == _CHAT_ROUTE:
-                self.metrics.observe_turn(outcome, seconds)
-
-
 def create_app(
     config: ServeConfig,
     *,
@@ -675,7 +613,7 @@ def create_app(
         lifespan=proxy.lifespan,
     )
     app.state.proxy = proxy
-    app.add_middleware(_Timing, metrics=proxy.metrics)
+    app.add_middleware(RequestTiming, metrics=proxy.metrics, chat_route=_CHAT_ROUTE, routes=_ROUTES)
     return app
 
 

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import MissingApiKeyError, UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .identity import content_hash
 from .serve_config import WORKING_SET_MODES, WorkingSetMode
 
@@ -298,3 +299,28 @@ def error_body(
 ) -> dict[str, Any]:
     """OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`."""
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+#: OpenAI's error types by HTTP status, for errors that do not name their own.
+STATUS_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 402: "insufficient_quota",
+    403: "permission_error", 404: "not_found_error", 413: "invalid_request_error",
+    422: "invalid_request_error", 429: "rate_limit_error",
+}  # fmt: skip
+
+
+def upstream_failure(error: UpstreamError) -> tuple[int, str, str | int | None, str | None]:
+    """(HTTP status, error type, code, x-should-retry) for an upstream failure.
+
+    A retry is refused wherever the call was sent and may have been billed, or where the
+    proxy's own client already retried what was safe; a missing key never heals by retrying.
+    Only a connection that failed before anything was sent (502) is left to the client.
+    """
+    if isinstance(error, MissingApiKeyError):
+        return 503, "server_error", "upstream_key_missing", "false"
+    if isinstance(error, UpstreamTimeoutError):
+        return 504, "upstream_error", "upstream_timeout", "false"
+    if isinstance(error, UpstreamStatusError):
+        error_type = error.error_type or STATUS_TYPES.get(error.status_code, "upstream_error")
+        return error.status_code, error_type, error.code, "false"
+    return 502, "upstream_error", "upstream_unreachable", None

@@ -544,15 +544,6 @@ class StaffStore:
     # Added for proxy.py: an answer the proxy paid for, addressed by a hash of the request, so
     # the very same request from the same owner is served again without a model call.
 
-    async def keep_answer(self, kept: KeptAnswer) -> None:
-        """Keep a paid answer for its request; a newer answer to the same request replaces it."""
-        await self._db.execute(
-            "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, receipt_id, "
-            "model, answer, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (kept.owner, kept.namespace, kept.request_hash, kept.receipt_id, kept.model,
-             kept.answer, kept.created_at.timestamp(), _epoch(kept.expires_at)),
-        )  # fmt: skip
-
     async def kept_answer(
         self,
         owner: str,
@@ -565,41 +556,59 @@ class StaffStore:
         """The owner's unexpired kept answer to this request, no older than `max_age` seconds."""
         moment = _now(now)
         oldest = moment - max_age if max_age is not None else None
-        row = await self._fetchone(
+        # One round trip to the database thread, not three: this is on every request's path.
+        rows = await self._db.execute_fetchall(
             "SELECT receipt_id, model, answer, created_at, expires_at FROM kept_answers "
             "WHERE owner = ? AND namespace = ? AND request_hash = ? "
             "AND (expires_at IS NULL OR expires_at > ?) AND (? IS NULL OR created_at >= ?)",
             (owner, namespace, request_hash, moment, oldest, oldest),
         )
-        if row is None:
-            return None
-        receipt_id, model, answer, created_at, expires_at = row
-        return KeptAnswer(
-            owner=owner, namespace=namespace, request_hash=request_hash, receipt_id=receipt_id,
-            model=model, answer=answer, created_at=_at(created_at), expires_at=_moment(expires_at),
-        )  # fmt: skip
+        for receipt_id, model, answer, created_at, expires_at in rows:
+            return KeptAnswer(
+                owner=owner, namespace=namespace, request_hash=request_hash,
+                receipt_id=receipt_id, model=model, answer=answer, created_at=_at(created_at),
+                expires_at=_moment(expires_at),
+            )  # fmt: skip
+        return None
 
-    async def record_turn(
-        self,
-        receipt: Receipt,
-        *,
-        session_id: str | None = None,
-        messages: Sequence[tuple[Role, str]] = (),
-        kept: KeptAnswer | None = None,
-        now: datetime | None = None,
+    async def record_turns(
+        self, records: Sequence[TurnRecord], *, now: datetime | None = None
     ) -> None:
-        """Write a turn's receipt, its session messages and its kept answer in one transaction.
+        """Write many turns (receipts, session messages, kept answers) in one transaction.
 
-        The connection is shared: a caller running turns concurrently must serialize its
-        writes (the proxy holds one lock), or one turn's BEGIN meets another's open transaction.
+        One statement per table for the whole batch, so a busy proxy commits many turns at
+        once. The connection is shared: a caller running turns concurrently must serialize
+        its writes (the proxy has one writer task), or one BEGIN meets another's transaction.
         """
+        moment = _now(now)
+        messages = [
+            (record.session_id, role, content, moment)
+            for record in records
+            if record.session_id is not None
+            for role, content in record.messages
+        ]
+        kept = [record.kept for record in records if record.kept is not None]
         await self._db.execute("BEGIN IMMEDIATE")
         try:
-            if session_id is not None and messages:
-                await self.append_messages(session_id, messages, now=now)
-            if kept is not None:
-                await self.keep_answer(kept)
-            await self.add_receipt(receipt)
+            if messages:
+                await self._db.executemany(
+                    "INSERT INTO messages (session_id, role, content, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    messages,
+                )
+            if kept:
+                await self._db.executemany(
+                    "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, "
+                    "receipt_id, model, answer, created_at, expires_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(k.owner, k.namespace, k.request_hash, k.receipt_id, k.model, k.answer,
+                      k.created_at.timestamp(), _epoch(k.expires_at)) for k in kept],
+                )  # fmt: skip
+            placeholders = ", ".join("?" for _ in _RECEIPT_COLUMNS)
+            await self._db.executemany(
+                f"INSERT INTO receipts ({', '.join(_RECEIPT_COLUMNS)}) VALUES ({placeholders})",
+                [_receipt_row(record.receipt) for record in records],
+            )
             await self._db.execute("COMMIT")
         except BaseException:
             await self._db.execute("ROLLBACK")
@@ -618,3 +627,13 @@ class KeptAnswer:
     answer: str
     created_at: datetime
     expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What one turn writes: its receipt, the messages it adds to a session, a kept answer."""
+
+    receipt: Receipt
+    session_id: str | None = None
+    messages: Sequence[tuple[Role, str]] = ()
+    kept: KeptAnswer | None = None

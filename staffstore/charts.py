@@ -1,0 +1,277 @@
+"""The charts: PNGs drawn from the ledger files alone, never from a live run.
+
+`draw_charts(ledgers, out)` reads one folder of ledgers and draws each chart whose ledger is
+there, telling `note` about the ones it skips. matplotlib is imported only when a chart is drawn
+and figures go straight to an Agg canvas, so staffstore does not need matplotlib for anything
+else and never touches pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import StaffstoreError
+from .report import CategoryMix, PairsLedger, ReplayLedger, fraction, percent, read_ledgers
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+#: The false-hit rate a cache may afford: one wrong answer in a thousand queries.
+FALSE_HIT_BUDGET = 0.001
+
+#: Each chart's file and title, in the order they are drawn.
+CHARTS: dict[str, str] = {
+    "avoidance_vs_novel.png": "Calls avoided against the novel fraction",
+    "workday_windows.png": "Avoidance through the workday",
+    "hostile_mix.png": "The hostile replay, category by category",
+    "pairs_recall_vs_false_hits.png": "Pair evaluations: recall against the false-hit rate",
+}
+
+HIT, MISS, FALSE_HIT, STALE_HIT = "#2a9d54", "#9aa3ad", "#d62728", "#ff8c00"
+MEASURED, CEILING = "#1f5fa8", "#6b7280"
+#: One colour per pairs file, in file order (cycled if there are more files).
+FILE_COLOURS = ("#1f5fa8", "#c2410c", "#7c3aed", "#0f766e", "#b91c1c", "#4d7c0f")
+MODE_MARKERS = {"shared": "o", "isolated": "s"}
+
+Note = Callable[[str], None]
+
+
+def _ignore(_: str) -> None:
+    return None
+
+
+def draw_charts(ledgers: Path, out: Path, *, note: Note = _ignore) -> list[Path]:
+    """Draw every chart whose ledger is in `ledgers` into `out`; return the files written.
+
+    A chart whose ledger is missing is skipped and `note` told why; a damaged ledger raises
+    InputError, and no matplotlib raises StaffstoreError.
+    """
+    found = read_ledgers(ledgers)
+    workday, hostile = found.replays.get("workday"), found.replays.get("hostile")
+    plan: list[tuple[str, Callable[[], Figure] | None, str]] = [
+        ("avoidance_vs_novel.png",
+         partial(_avoidance_vs_novel, workday) if workday else None,
+         "workday-ledger.json"),
+        ("workday_windows.png",
+         partial(_windows, workday) if workday and workday.windows else None,
+         "windows in workday-ledger.json"),
+        ("hostile_mix.png",
+         partial(_hostile_mix, hostile) if hostile and hostile.categories else None,
+         "categories in hostile-ledger.json"),
+        ("pairs_recall_vs_false_hits.png",
+         partial(_pairs, found.pairs) if found.pairs else None,
+         "pairs-*-ledger.json"),
+    ]  # fmt: skip
+    written: list[Path] = []
+    for name, draw, needs in plan:
+        if not draw:
+            note(f"skipped {name}: no {needs} in {ledgers}")
+            continue
+        written.append(_save(draw(), out / name))
+    return written
+
+
+def existing_charts(folder: Path) -> list[tuple[str, Path]]:
+    """The (title, path) of each chart already drawn in `folder`, in drawing order."""
+    return [(title, folder / name) for name, title in CHARTS.items() if (folder / name).exists()]
+
+
+# -- plumbing ----------------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float, grid: str = "both") -> tuple[Figure, Axes]:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise StaffstoreError("charts need matplotlib: pip install 'staffstore[charts]'") from None
+    figure = Figure(figsize=(width, height), layout="constrained")
+    axes = figure.add_subplot()
+    axes.grid(True, axis=grid, color="#e5e7eb", linewidth=0.8)
+    axes.set_axisbelow(True)
+    axes.spines[["top", "right"]].set_visible(False)
+    return figure, axes
+
+
+def _percent_axis(axes: Axes, which: str, decimals: int | None = None) -> None:
+    from matplotlib.ticker import PercentFormatter
+
+    axis = axes.xaxis if which == "x" else axes.yaxis
+    axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=decimals))
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(figure)
+    # No "Software" entry: the bytes then change only when the chart does.
+    figure.savefig(path, dpi=150, metadata={"Software": None})
+    return path
+
+
+# -- the charts --------------------------------------------------------------------------------
+
+
+def _avoidance_vs_novel(ledger: ReplayLedger) -> Figure:
+    figure, axes = _figure(7.5, 4.8)
+    days = sorted(ledger.summaries or [ledger.summary], key=lambda s: s.novel_fraction or 0.0)
+    xs = [day.novel_fraction or 0.0 for day in days]
+    ys = [day.avoidance for day in days]
+    right = max(0.3, max(xs) * 1.3)
+    axes.plot(
+        [0, right], [1, 1 - right], linestyle="--", color=CEILING,
+        label="ceiling 1 \N{MINUS SIGN} F: every turn that is not novel answered",
+    )  # fmt: skip
+    axes.plot(xs, ys, marker="o", color=MEASURED, label="measured: one workday per F")
+    main = ledger.summary
+    if main.novel_fraction is not None:
+        f, avoided = main.novel_fraction, main.avoidance
+        axes.scatter(
+            [f], [avoided], s=220, facecolors="none", edgecolors=FALSE_HIT, linewidths=2,
+            zorder=3, label=f"the workday (F = {fraction(f)})",
+        )  # fmt: skip
+        axes.annotate(
+            f"F = {fraction(f)}: {percent(avoided)} of turns answered\n"
+            f"without a model call (ceiling {percent(1 - f)})",
+            xy=(f, avoided), xytext=(f + right * 0.12, avoided - 0.22),
+            arrowprops={"arrowstyle": "->", "color": FALSE_HIT}, fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": FALSE_HIT},
+        )  # fmt: skip
+    axes.set_xlim(0, right)
+    axes.set_ylim(0, 1.05)
+    _percent_axis(axes, "x", decimals=0)
+    _percent_axis(axes, "y", decimals=0)
+    axes.set_xlabel("novel fraction F (share of turns no stored claim can answer)")
+    axes.set_ylabel("avoidance (hits / turns)")
+    axes.set_title(CHARTS["avoidance_vs_novel.png"] + _quick(ledger))
+    axes.legend(loc="upper right", fontsize=9)
+    return figure
+
+
+def _windows(ledger: ReplayLedger) -> Figure:
+    figure, axes = _figure(8, 4.5, grid="y")
+    windows = ledger.windows
+    labels = [f"{w.first_turn}\N{EN DASH}{w.last_turn}" for w in windows]
+    bars = axes.bar(labels, [w.avoidance for w in windows], color=MEASURED, width=0.7)
+    axes.bar_label(bars, labels=[percent(w.avoidance, 0) for w in windows], padding=2, fontsize=9)
+    day = ledger.summary
+    axes.axhline(
+        day.avoidance, color=FALSE_HIT, linestyle="--", linewidth=1.2,
+        label=f"whole day: {percent(day.avoidance)}",
+    )  # fmt: skip
+    axes.set_ylim(0, min(1.0, max(w.avoidance for w in windows) * 1.25 + 0.05))
+    _percent_axis(axes, "y")
+    axes.set_xlabel("turns of the day")
+    axes.set_ylabel("avoidance (hits / turns in the window)")
+    size = ledger.window_size or windows[0].turns
+    at = f", F = {fraction(day.novel_fraction)}" if day.novel_fraction is not None else ""
+    axes.set_title(f"{CHARTS['workday_windows.png']}: {size}-turn windows{at}{_quick(ledger)}")
+    axes.legend(loc="upper right", fontsize=9)
+    return figure
+
+
+def _hostile_mix(ledger: ReplayLedger) -> Figure:
+    figure, axes = _figure(10, 5, grid="y")
+    names = list(ledger.categories)
+    mixes = [ledger.categories[name] for name in names]
+    series = [
+        ("hits", [m.hits for m in mixes], HIT),
+        ("misses", [m.misses for m in mixes], MISS),
+        ("false hits", [m.false_hits for m in mixes], FALSE_HIT),
+        ("stale hits", [m.stale_hits for m in mixes], STALE_HIT),
+    ]
+    width = 0.2
+    for offset, (label, counts, colour) in enumerate(series):
+        xs = [index + (offset - 1.5) * width for index in range(len(names))]
+        bars = axes.bar(xs, counts, width=width, color=colour, label=label)
+        axes.bar_label(bars, padding=1, fontsize=8, color=colour)
+    axes.set_xticks(
+        range(len(names)),
+        [
+            f"{textwrap.fill(name.replace('_', ' '), 12)}\n{mix.turns} turns{_wanted(mix)}"
+            for name, mix in zip(names, mixes, strict=True)
+        ],
+        fontsize=9,
+    )
+    axes.set_ylabel("turns")
+    axes.set_ylim(0, max(max(counts) for _, counts, _ in series) * 1.15 + 1)
+    day = ledger.summary
+    axes.set_title(
+        f"{CHARTS['hostile_mix.png']}: {day.turns} turns, {day.false_hits} false hits, "
+        f"{day.stale_hits} stale hits{_quick(ledger)}"
+    )
+    axes.legend(ncols=4, loc="upper left", fontsize=9)
+    return figure
+
+
+def _pairs(ledgers: list[PairsLedger]) -> Figure:
+    from matplotlib.lines import Line2D
+
+    figure, axes = _figure(8, 5.2)
+    rates = [FALSE_HIT_BUDGET]
+    for number, ledger in enumerate(ledgers):
+        colour = FILE_COLOURS[number % len(FILE_COLOURS)]
+        for mode, result in ledger.modes.items():
+            s = result.summary
+            marker = MODE_MARKERS.get(mode, "D")
+            rates += [s.false_hit_rate, s.false_hit_rate_strict]
+            if s.false_hit_rate_strict != s.false_hit_rate:
+                axes.plot(
+                    [s.false_hit_rate, s.false_hit_rate_strict], [s.recall, s.recall],
+                    color=colour, linewidth=0.8, linestyle=":",
+                )  # fmt: skip
+                axes.scatter(
+                    [s.false_hit_rate_strict], [s.recall], s=70, marker=marker,
+                    facecolors="white", edgecolors=colour, linewidths=1.5, zorder=3,
+                )  # fmt: skip
+            axes.scatter(
+                [s.false_hit_rate], [s.recall], s=70, marker=marker, color=colour, zorder=4
+            )
+            axes.annotate(
+                f"{_stem(ledger)} · {mode}\nrecall {percent(s.recall)}, "
+                f"false {percent(s.false_hit_rate, 2)}",
+                xy=(s.false_hit_rate, s.recall), xytext=(8, 8 if mode == "shared" else -22),
+                textcoords="offset points", fontsize=8, color=colour,
+            )  # fmt: skip
+    right = max(rates) * 1.6
+    axes.axvspan(FALSE_HIT_BUDGET, right, color=FALSE_HIT, alpha=0.06)
+    axes.axvline(FALSE_HIT_BUDGET, color=FALSE_HIT, linestyle="--", linewidth=1.2)
+    axes.text(
+        FALSE_HIT_BUDGET, 1.02, f" budget {percent(FALSE_HIT_BUDGET)}", color=FALSE_HIT,
+        fontsize=9, va="bottom",
+    )  # fmt: skip
+    axes.set_xlim(0, right)
+    axes.set_ylim(0, 1.08)
+    _percent_axis(axes, "x", decimals=2 if right < 0.01 else 1)
+    _percent_axis(axes, "y")
+    axes.set_xlabel("false-hit rate (false hits / queries)")
+    axes.set_ylabel("recall (correct hits / label-1 pairs)")
+    axes.set_title(CHARTS["pairs_recall_vs_false_hits.png"])
+    legend = [
+        Line2D([], [], marker="o", linestyle="", color="black", label="shared store"),
+        Line2D([], [], marker="s", linestyle="", color="black", label="isolated pairs"),
+        Line2D([], [], marker="o", linestyle="", color="black",
+               label="false hits (identical-text hits excluded)"),
+        Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+               markeredgecolor="black", label="strict: identical-text hits counted"),
+    ]  # fmt: skip
+    axes.legend(handles=legend, loc="lower right", fontsize=8)
+    return figure
+
+
+def _stem(ledger: PairsLedger) -> str:
+    return Path(ledger.file).stem
+
+
+def _wanted(mix: CategoryMix) -> str:
+    """What a correct gate does with the category's turns, from their gold labels."""
+    return f"\nwant {' or '.join(mix.gold)}" if mix.gold else ""
+
+
+def _quick(ledger: ReplayLedger) -> str:
+    return " (quick run)" if ledger.quick else ""

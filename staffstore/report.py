@@ -1,0 +1,311 @@
+"""The results section: the latest ledger summaries as markdown, spliced into a README.
+
+Every figure comes from a ledger file that a replay or a pair evaluation wrote; none is typed by
+hand. `read_ledgers` loads a folder of ledgers into typed models (which the charts read too),
+`results_markdown` renders them as tables, and `splice_results` puts the tables between the
+README's markers, appending the markers when they are missing, so a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import InputError
+from .importer import validation_message
+from .replays import REPLAYS
+
+START = "<!-- results:start -->"
+END = "<!-- results:end -->"
+PAIRS_GLOB = "pairs-*-ledger.json"
+
+LedgerT = TypeVar("LedgerT", bound=BaseModel)
+
+
+# -- what the ledgers hold (only the fields read here; the rest is ignored) ---------------------
+
+
+class ReplaySummary(BaseModel):
+    turns: int
+    hits: int
+    misses: int
+    avoidance: float
+    gold_hits: int
+    gold_hit_recall: float
+    false_hits: int
+    false_hit_rate: float
+    stale_hits: int
+    conflict_picks: int
+    known_cost_usd: float | None
+    novel_fraction: float | None = None
+
+
+class Window(BaseModel):
+    first_turn: int
+    last_turn: int
+    turns: int
+    hits: int
+    avoidance: float
+
+
+class CategoryMix(BaseModel):
+    turns: int
+    hits: int
+    misses: int
+    false_hits: int
+    stale_hits: int
+    #: The gold labels of the category's turns: what a correct gate does with them.
+    gold: list[str] = []
+
+
+class ReplayLedger(BaseModel):
+    name: str
+    seed: int
+    quick: bool
+    summary: ReplaySummary
+    # The workday plays one day per novel fraction; `summary` is the first of them.
+    summaries: list[ReplaySummary] = []
+    windows: list[Window] = []
+    window_size: int | None = None
+    # The hostile replay's mix, by category of turn.
+    categories: dict[str, CategoryMix] = {}
+
+
+class PairsSummary(BaseModel):
+    queries: int
+    positives: int
+    correct_hits: int
+    recall: float
+    false_hits: int
+    false_hit_rate: float
+    identical_text_hits: int
+    false_hits_strict: int
+    false_hit_rate_strict: float
+
+
+class PairsMode(BaseModel):
+    summary: PairsSummary
+
+
+class PairsLedger(BaseModel):
+    file: str
+    modes: dict[str, PairsMode]
+
+
+@dataclass(frozen=True)
+class Ledgers:
+    """The ledgers found in one folder: replays by name, pair evaluations in file order."""
+
+    folder: Path
+    replays: dict[str, ReplayLedger] = field(default_factory=dict)
+    pairs: list[PairsLedger] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
+    """Return the ledger in `path` as `model`, or an InputError that names the file and field."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"no ledger at {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read {path}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path} is not JSON ({error.msg} at line {error.lineno})") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise InputError(f"{path} is not a ledger: {validation_message(error)}") from None
+
+
+def read_ledgers(folder: Path) -> Ledgers:
+    """Read every replay and pairs ledger in `folder`; InputError if there are none at all."""
+    if not folder.is_dir():
+        raise InputError(f"no ledgers folder at {folder} (run `staffstore replay all` first)")
+    found = Ledgers(folder)
+    for name in REPLAYS:
+        path = folder / f"{name}-ledger.json"
+        if path.exists():
+            found.replays[name] = read_ledger(path, ReplayLedger)
+        else:
+            found.missing.append(path.name)
+    for path in sorted(folder.glob(PAIRS_GLOB)):
+        found.pairs.append(read_ledger(path, PairsLedger))
+    if not found.replays and not found.pairs:
+        raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
+    return found
+
+
+# -- formatting: one place decides how each kind of figure is shown -----------------------------
+
+
+def percent(value: float, digits: int = 1) -> str:
+    """A share as a percent: `percent(0.4)` is '40.0%'."""
+    return f"{value:.{digits}%}"
+
+
+def rate(value: float) -> str:
+    """A false-hit rate, with the digits a 0.1% budget needs: `rate(0.0005)` is '0.05%'."""
+    return percent(value, 2)
+
+
+def fraction(value: float) -> str:
+    """A novel fraction as a short percent: 0.05 is '5%', 0.125 is '12.5%'."""
+    return f"{value:.0%}" if round(value * 100, 6).is_integer() else f"{value:.1%}"
+
+
+def usd(value: float | None) -> str:
+    """A cost in dollars; unknown shows as '-', never as 0."""
+    return "-" if value is None else f"{value:.6f}"
+
+
+def replay_label(ledger: ReplayLedger, summary: ReplaySummary) -> str:
+    label = ledger.name
+    if summary.novel_fraction is not None:
+        label += f", F={fraction(summary.novel_fraction)}"
+    return label + (" (quick)" if ledger.quick else "")
+
+
+# -- the markdown --------------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> list[str]:
+    """A markdown table; `align` has one letter a column: l(eft) or r(ight)."""
+    rule = ["---" if side == "l" else "---:" for side in align]
+    return [f"| {' | '.join(cells)} |" for cells in [headers, rule, *rows]]
+
+
+def _replays_table(ledgers: Ledgers) -> list[str]:
+    rows = []
+    for ledger in ledgers.replays.values():
+        for summary in ledger.summaries or [ledger.summary]:
+            rows.append(
+                [
+                    replay_label(ledger, summary), str(summary.turns), str(summary.hits),
+                    percent(summary.avoidance), percent(summary.gold_hit_recall),
+                    str(summary.false_hits), str(summary.stale_hits),
+                    str(summary.conflict_picks), usd(summary.known_cost_usd),
+                ]
+            )  # fmt: skip
+    headers = [
+        "replay", "turns", "hits", "avoidance", "gold-hit recall", "false hits", "stale hits",
+        "conflict picks", "known cost (USD)",
+    ]  # fmt: skip
+    return _table(headers, "lrrrrrrrr", rows)
+
+
+def _hostile_table(ledger: ReplayLedger) -> list[str]:
+    rows = [
+        [name.replace("_", " "), str(mix.turns), str(mix.hits), str(mix.misses),
+         str(mix.false_hits), str(mix.stale_hits)]
+        for name, mix in ledger.categories.items()
+    ]  # fmt: skip
+    headers = ["category", "turns", "hits", "misses", "false hits", "stale hits"]
+    return _table(headers, "lrrrrr", rows)
+
+
+def _pairs_table(ledgers: Ledgers) -> list[str]:
+    rows = []
+    for ledger in ledgers.pairs:
+        for mode, result in ledger.modes.items():
+            s = result.summary
+            rows.append(
+                [
+                    ledger.file, mode, str(s.queries), percent(s.recall),
+                    f"{s.correct_hits} / {s.positives}", str(s.false_hits), rate(s.false_hit_rate),
+                    str(s.identical_text_hits), str(s.false_hits_strict),
+                    rate(s.false_hit_rate_strict),
+                ]
+            )  # fmt: skip
+    headers = [
+        "file", "mode", "queries", "recall", "correct hits / positives", "false hits",
+        "false-hit rate", "identical-text hits", "false hits (strict)", "false-hit rate (strict)",
+    ]  # fmt: skip
+    return _table(headers, "llrrrrrrrr", rows)
+
+
+def _shown(path: Path, base: Path) -> str:
+    """A path as a reader of a file in `base` would follow it, with forward slashes."""
+    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+
+
+def results_markdown(
+    ledgers: Ledgers,
+    *,
+    figures: Sequence[tuple[str, Path]] = (),
+    base: Path = Path("."),
+) -> str:
+    """Return the results section for these ledgers; `figures` are (title, PNG) pairs to show.
+
+    Paths in the text are relative to `base`, the folder of the file the section goes into.
+    """
+    lines = [
+        "## Results",
+        "",
+        f"Generated by `staffstore report` from the ledgers in `{_shown(ledgers.folder, base)}/`;"
+        " every figure below is read from them. Rates are shares of all turns (replays) or of"
+        " all queries (pairs).",
+    ]
+    if ledgers.replays:
+        lines += ["", "### Replays", "", *_replays_table(ledgers)]
+        workday = ledgers.replays.get("workday")
+        if workday is not None and len(workday.summaries) > 1:
+            lines += [
+                "",
+                "F is the novel fraction: the share of workday turns that no stored claim can "
+                "answer. One day is played at each F.",
+            ]
+    hostile = ledgers.replays.get("hostile")
+    if hostile is not None and hostile.categories:
+        lines += ["", "### Hostile replay by category", "", *_hostile_table(hostile)]
+    if ledgers.pairs:
+        lines += [
+            "",
+            "### Pair evaluations",
+            "",
+            *_pairs_table(ledgers),
+            "",
+            "Shared: every `a` in one store. Isolated: each pair alone. Strict counts every hit "
+            "on another pair's `a` as false, including identical-text hits (the same words as "
+            "the query).",
+        ]
+    if figures:
+        lines += ["", "### Charts", ""]
+        lines += [f"![{title}]({_shown(path, base)})" for title, path in figures]
+    return "\n".join(lines) + "\n"
+
+
+def splice_results(text: str, section: str) -> str:
+    """Put `section` between the results markers of `text`, appending the markers if missing."""
+    block = f"{START}\n{section.strip()}\n{END}"
+    starts, ends = text.count(START), text.count(END)
+    if starts == ends == 0:
+        return f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
+    start, end = text.find(START), text.find(END)
+    if starts != 1 or ends != 1 or end < start:
+        raise InputError(f"the results markers are damaged: want one {START} before one {END}")
+    return text[:start] + block + text[end + len(END) :]
+
+
+def update_readme(readme: Path, section: str) -> bool:
+    """Splice `section` into the README file; return whether its text changed."""
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"no README at {readme}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read {readme}: {error}") from None
+    try:
+        updated = splice_results(text, section)
+    except InputError as error:
+        raise InputError(f"{readme}: {error}") from None
+    if updated == text:
+        return False
+    readme.write_text(updated, encoding="utf-8")
+    return True

@@ -1,0 +1,270 @@
+"""query_first on a real store: paraphrases hit; follow-ups, changes, staleness and doubt miss."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from staffstore.gate import query_first
+from staffstore.models import Claim, Decision, Turn
+from staffstore.store import StaffStore
+
+if TYPE_CHECKING:
+    from conftest import PutClaim
+
+KERNEL_Q = "What did Kernel find about ledger replay?"
+KERNEL_A = "Ledger replays are deterministic."
+PORT_Q = "What is the default port of the proxy?"
+PORT_A = "8787"
+MOMENT = datetime(2025, 1, 15, 12, 0, tzinfo=UTC)
+
+
+async def ask(store: StaffStore, text: str, owner: str = "alice", **fields: Any) -> Decision:
+    return await query_first(store, Turn(owner=owner, text=text, **fields))
+
+
+@pytest.fixture
+async def stored(put: PutClaim) -> dict[str, Claim]:
+    return {
+        KERNEL_Q: await put(KERNEL_Q, KERNEL_A),
+        PORT_Q: await put(PORT_Q, PORT_A),
+    }
+
+
+# -- paraphrases hit -----------------------------------------------------------------------------
+
+PARAPHRASES = [
+    pytest.param(KERNEL_Q, KERNEL_Q, id="exact"),
+    pytest.param("WHAT DID KERNEL FIND ABOUT LEDGER REPLAY?", KERNEL_Q, id="casing"),
+    pytest.param("what did kernel find about ledger replay", KERNEL_Q, id="no_punctuation"),
+    pytest.param("What did Kernel find... about ledger replay?!", KERNEL_Q, id="punctuation"),
+    pytest.param("About ledger replay, what did Kernel find?", KERNEL_Q, id="moved_phrase"),
+    pytest.param("What did Kernel discover about ledger replay?", KERNEL_Q, id="synonym"),
+    pytest.param("What's the default port of the proxy?", PORT_Q, id="whats_question_form"),
+    pytest.param(
+        "Could you tell me what Kernel found about ledger replay, thanks",
+        KERNEL_Q,
+        id="politeness",
+    ),
+    pytest.param("What did Kernal find about ledger replay?", KERNEL_Q, id="typo"),
+]
+
+
+@pytest.mark.parametrize(("text", "question"), PARAPHRASES)
+async def test_paraphrase_hits_the_stored_claim(
+    store: StaffStore, stored: dict[str, Claim], text: str, question: str
+) -> None:
+    decision = await ask(store, text)
+    assert (decision.outcome, decision.claim_id) == ("hit", stored[question].id), decision.reason
+
+
+async def test_hit_carries_the_stored_answer(store: StaffStore, stored: dict[str, Claim]) -> None:
+    assert (await ask(store, "About ledger replay, what did Kernel find?")).answer == KERNEL_A
+
+
+async def test_exact_question_hits_with_reason_exact(
+    store: StaffStore, stored: dict[str, Claim]
+) -> None:
+    assert (await ask(store, KERNEL_Q)).reason == "exact"
+
+
+# -- follow-ups miss -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["and why?", "what about the second one?", "why is that?"], ids=str
+)
+async def test_follow_up_misses_as_follow_up(
+    store: StaffStore, stored: dict[str, Claim], text: str
+) -> None:
+    decision = await ask(store, text)
+    assert (decision.outcome, decision.reason) == ("miss", "follow_up")
+
+
+# -- a changed requirement misses ----------------------------------------------------------------
+
+CHANGES = [
+    pytest.param(
+        "How long does the import take for 500 claims?",
+        "How long does the import take for 5000 claims?",
+        id="number",
+    ),
+    pytest.param(
+        "Does staffstore support Python 3.11?",
+        "Does staffstore support Python 3.12?",
+        id="version",
+    ),
+    pytest.param(KERNEL_Q, "What did Bob find about ledger replay?", id="name"),
+    pytest.param(
+        "Which Python version does the CI run on Linux?",
+        "Which Python version does the CI run on Windows?",
+        id="platform",
+    ),
+    pytest.param("What was deployed on Monday?", "What was deployed on Tuesday?", id="weekday"),
+    pytest.param("What shipped on 2024-05-01?", "What shipped on 2024-05-02?", id="calendar_date"),
+    pytest.param(
+        "Does the proxy retry on 500 errors?",
+        "Does the proxy not retry on 500 errors?",
+        id="negation",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "text"), CHANGES)
+async def test_changed_requirement_misses_as_changed_requirement(
+    store: StaffStore, put: PutClaim, question: str, text: str
+) -> None:
+    await put(question, "the stored answer")
+    decision = await ask(store, text)
+    assert (decision.outcome, decision.reason) == ("miss", "changed_requirement")
+
+
+async def test_swapped_words_miss(store: StaffStore, put: PutClaim) -> None:
+    await put("flights from Boston to Denver", "Three flights a day.")
+    assert (await ask(store, "flights from Denver to Boston")).outcome == "miss"
+
+
+async def test_unrelated_question_misses(store: StaffStore, stored: dict[str, Claim]) -> None:
+    assert (await ask(store, "What is the capital of France?")).outcome == "miss"
+
+
+# -- staleness and lifecycle ---------------------------------------------------------------------
+
+
+async def test_claim_at_another_revision_misses_as_stale(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, KERNEL_A, repository="acme/api", revision="abc123")
+    decision = await ask(store, KERNEL_Q, repository="acme/api", revision="def456")
+    assert (decision.outcome, decision.reason) == ("miss", "stale")
+
+
+async def test_claim_at_the_current_revision_hits(store: StaffStore, put: PutClaim) -> None:
+    claim = await put(KERNEL_Q, KERNEL_A, repository="acme/api", revision="abc123")
+    decision = await ask(store, KERNEL_Q, repository="acme/api", revision="abc123")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+
+
+async def test_superseded_claim_is_not_served_at_its_own_revision(
+    store: StaffStore, put: PutClaim
+) -> None:
+    await put(KERNEL_Q, "Not deterministic.", repository="acme/api", revision="r1")
+    await put(KERNEL_Q, KERNEL_A, repository="acme/api", revision="r2")
+    decision = await ask(store, KERNEL_Q, repository="acme/api", revision="r1")
+    assert decision.outcome == "miss"
+
+
+async def test_newer_revision_is_served_instead_of_the_superseded_one(
+    store: StaffStore, put: PutClaim
+) -> None:
+    await put(KERNEL_Q, "Not deterministic.", repository="acme/api", revision="r1")
+    newer = await put(KERNEL_Q, KERNEL_A, repository="acme/api", revision="r2")
+    decision = await ask(store, KERNEL_Q)
+    assert (decision.outcome, decision.claim_id) == ("hit", newer.id)
+
+
+async def test_expired_claim_misses_as_stale(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, KERNEL_A, expires_at=MOMENT)
+    decision = await ask(store, KERNEL_Q, now=MOMENT + timedelta(minutes=1))
+    assert (decision.outcome, decision.reason) == ("miss", "stale")
+
+
+async def test_claim_before_its_expiry_hits(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, KERNEL_A, expires_at=MOMENT)
+    assert (await ask(store, KERNEL_Q, now=MOMENT - timedelta(minutes=1))).outcome == "hit"
+
+
+async def test_retracted_claim_is_not_served(store: StaffStore, put: PutClaim) -> None:
+    claim = await put(KERNEL_Q, KERNEL_A)
+    await store.retract_claim("alice", claim.id)
+    decision = await ask(store, KERNEL_Q)
+    assert (decision.outcome, decision.answer) == ("miss", None)
+
+
+# -- doubt misses --------------------------------------------------------------------------------
+
+
+async def test_two_live_answers_to_one_question_miss_as_conflict(
+    store: StaffStore, put: PutClaim
+) -> None:
+    await put(KERNEL_Q, "Replays are deterministic.")
+    await put(KERNEL_Q, "Replays drift after a migration.")
+    decision = await ask(store, KERNEL_Q)
+    assert (decision.outcome, decision.reason, decision.answer) == ("miss", "conflict", None)
+
+
+async def test_different_answers_from_two_repositories_miss_without_a_repository(
+    store: StaffStore, put: PutClaim
+) -> None:
+    await put("Which Python version does CI use?", "3.11", repository="acme/api")
+    await put("Which Python version does CI use?", "3.12", repository="acme/web")
+    decision = await ask(store, "Which Python version does CI use?")
+    assert (decision.outcome, decision.answer) == ("miss", None)
+    assert decision.reason in {"ambiguous", "conflict"}
+
+
+async def test_another_owners_claim_is_never_returned(
+    store: StaffStore, stored: dict[str, Claim]
+) -> None:
+    decision = await ask(store, KERNEL_Q, owner="bob")
+    assert (decision.outcome, decision.claim_id, decision.answer) == ("miss", None, None)
+
+
+# -- odd input -----------------------------------------------------------------------------------
+
+
+async def test_empty_text_misses_as_empty(store: StaffStore, stored: dict[str, Claim]) -> None:
+    decision = await ask(store, "")
+    assert (decision.outcome, decision.reason) == ("miss", "empty")
+
+
+async def test_whitespace_text_misses_as_empty(store: StaffStore, stored: dict[str, Claim]) -> None:
+    decision = await ask(store, "  \n\t ")
+    assert (decision.outcome, decision.reason) == ("miss", "empty")
+
+
+async def test_one_megabyte_text_misses(store: StaffStore, stored: dict[str, Claim]) -> None:
+    assert (await ask(store, KERNEL_Q + " ledger" * 150_000)).outcome == "miss"
+
+
+HOSTILE_TURNS = [
+    '"',
+    'ledger" OR "replay',
+    "kernel OR ledger",
+    "NOT replay",
+    "NEAR(ledger replay, 2)",
+    "ledg*",
+    "-replay",
+    "question: ledger",
+    "search_key : kernel",
+    "{question answer} : kernel",
+    "^kernel",
+    "(ledger",
+    "ledger))",
+    "kernel AND",
+    "OR",
+    "ledger\x00replay",
+]
+SQL_TURNS = ["'; DROP TABLE claims; --", "Robert'); DROP TABLE claims;--"]
+
+
+@pytest.mark.parametrize("text", HOSTILE_TURNS + SQL_TURNS)
+async def test_fts_syntax_in_the_turn_does_not_raise(
+    store: StaffStore, stored: dict[str, Claim], text: str
+) -> None:
+    assert isinstance(await ask(store, text), Decision)
+
+
+@pytest.mark.parametrize("text", SQL_TURNS)
+async def test_sql_in_the_turn_misses(
+    store: StaffStore, stored: dict[str, Claim], text: str
+) -> None:
+    assert (await ask(store, text)).outcome == "miss"
+
+
+@pytest.mark.parametrize("text", SQL_TURNS)
+async def test_sql_in_the_turn_leaves_the_claims_intact(
+    store: StaffStore, stored: dict[str, Claim], text: str
+) -> None:
+    await ask(store, text)
+    assert await store.count_claims("alice") == len(stored)

@@ -1,0 +1,380 @@
+"""StaffStore on real SQLite files: opening, migrations, damage, claims, FTS, owners, receipts."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from staffstore.errors import CorruptStoreError, NotFoundError, StoreError
+from staffstore.migrations import MIGRATIONS
+from staffstore.models import NewClaim, Receipt
+from staffstore.store import StaffStore
+
+if TYPE_CHECKING:
+    from conftest import PutClaim
+
+KERNEL_Q = "What did Kernel find about ledger replay?"
+MOMENT = datetime(2025, 1, 15, 12, 0, tzinfo=UTC)
+
+
+def _user_version(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+async def _pragma(store: StaffStore, name: str) -> object:
+    # busy_timeout and foreign_keys are per-connection settings: only the store's own
+    # connection can report them, so read them there.
+    async with store._db.execute(f"PRAGMA {name}") as cursor:
+        row = await cursor.fetchone()
+    assert row is not None
+    return row[0]
+
+
+def _receipt(owner: str, receipt_id: str = "rcpt_test") -> Receipt:
+    return Receipt(
+        id=receipt_id,
+        owner=owner,
+        outcome="miss",
+        reason="no_candidate",
+        status="ok",
+        prompt_tokens=10,
+        completion_tokens=5,
+        cost_usd=0.001,
+        inference_avoided=False,
+        inference_attempted=True,
+        latency_ms=12.0,
+        started_at=MOMENT,
+        finished_at=MOMENT + timedelta(milliseconds=12),
+        question="what is it?",
+        answer="it is this",
+    )
+
+
+# -- opening and connection settings ----------------------------------------------------------
+
+
+async def test_store_file_is_in_wal_mode(store: StaffStore) -> None:
+    assert await _pragma(store, "journal_mode") == "wal"
+
+
+async def test_store_connection_enforces_foreign_keys(store: StaffStore) -> None:
+    assert await _pragma(store, "foreign_keys") == 1
+
+
+async def test_store_connection_sets_a_busy_timeout(store: StaffStore) -> None:
+    assert int(await _pragma(store, "busy_timeout")) > 0  # type: ignore[call-overload]
+
+
+async def test_message_for_a_missing_session_is_refused(store: StaffStore) -> None:
+    with pytest.raises(sqlite3.IntegrityError):
+        await store.append_messages("no-such-session", [("user", "hello")])
+
+
+# -- migrations ---------------------------------------------------------------------------------
+
+
+async def test_open_applies_every_migration(db_path: Path) -> None:
+    async with StaffStore.open(db_path):
+        pass
+    assert _user_version(db_path) == len(MIGRATIONS)
+
+
+async def test_older_store_is_upgraded_on_open(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as db:
+        for statement in MIGRATIONS[0]:
+            db.execute(statement)
+        db.execute("PRAGMA user_version = 1")
+    async with StaffStore.open(db_path):
+        pass
+    assert _user_version(db_path) == len(MIGRATIONS)
+
+
+async def test_upgrade_keeps_the_older_store_rows(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as db:
+        for statement in MIGRATIONS[0]:
+            db.execute(statement)
+        db.execute(
+            "INSERT INTO sessions (id, owner, name, created_at) VALUES ('s1', 'alice', 'main', 0)"
+        )
+        db.execute("PRAGMA user_version = 1")
+    async with StaffStore.open(db_path) as store:
+        assert await store.ensure_session("alice", "main") == "s1"
+
+
+async def test_store_from_a_newer_staffstore_is_refused(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        async with StaffStore.open(db_path):
+            pass
+
+
+# -- damaged files ------------------------------------------------------------------------------
+
+
+async def test_non_sqlite_file_is_a_corrupt_store(db_path: Path) -> None:
+    db_path.write_bytes(b"this is a text file, not a database\n" * 100)
+    with pytest.raises(CorruptStoreError):
+        async with StaffStore.open(db_path):
+            pass
+
+
+async def test_sqlite_header_with_garbage_after_it_is_a_corrupt_store(db_path: Path) -> None:
+    db_path.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 64)
+    with pytest.raises(CorruptStoreError):
+        async with StaffStore.open(db_path) as store:
+            await store.list_claims("alice")
+
+
+async def test_store_with_damaged_pages_is_a_corrupt_store(db_path: Path) -> None:
+    async with StaffStore.open(db_path) as store:
+        for number in range(50):
+            await store.ensure_claim(
+                NewClaim(owner="alice", question=f"question {number}?", answer="x" * 400)
+            )
+    data = bytearray(db_path.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    data[page_size:] = b"\xa5" * (len(data) - page_size)  # keep page 1's header intact
+    db_path.write_bytes(bytes(data))
+    with pytest.raises(CorruptStoreError):
+        async with StaffStore.open(db_path) as store:
+            await store.list_claims("alice")
+
+
+# -- claim identity and supersession ------------------------------------------------------------
+
+
+async def test_same_claim_twice_is_one_row(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, "Replays are deterministic.")
+    await put(KERNEL_Q, "Replays are deterministic.")
+    assert await store.count_claims() == 1
+
+
+async def test_same_claim_twice_has_one_id(put: PutClaim) -> None:
+    first = await put(KERNEL_Q, "Replays are deterministic.")
+    second = await put(KERNEL_Q, "Replays are deterministic.")
+    assert first.id == second.id
+
+
+async def test_same_claim_again_is_reported_as_not_new(store: StaffStore) -> None:
+    claim = NewClaim(owner="alice", question=KERNEL_Q, answer="Replays are deterministic.")
+    await store.ensure_claims([claim])
+    ((_, added),) = await store.ensure_claims([claim])
+    assert added is False
+
+
+async def test_different_provenance_gives_a_different_id(put: PutClaim) -> None:
+    first = await put(KERNEL_Q, "Replays are deterministic.", job_id="job-1")
+    second = await put(KERNEL_Q, "Replays are deterministic.", job_id="job-2")
+    assert first.id != second.id
+
+
+async def test_newer_revision_supersedes_the_older_claim(store: StaffStore, put: PutClaim) -> None:
+    old = await put(KERNEL_Q, "Not deterministic.", repository="acme/api", revision="r1")
+    new = await put(KERNEL_Q, "Deterministic.", repository="acme/api", revision="r2")
+    stored = await store.get_claim("alice", old.id)
+    assert (stored.status, stored.superseded_by) == ("superseded", new.id)
+
+
+async def test_newer_revision_stays_live(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, "Not deterministic.", repository="acme/api", revision="r1")
+    new = await put(KERNEL_Q, "Deterministic.", repository="acme/api", revision="r2")
+    assert (await store.get_claim("alice", new.id)).status == "live"
+
+
+async def test_another_owners_claim_does_not_supersede(store: StaffStore, put: PutClaim) -> None:
+    mine = await put(KERNEL_Q, "Not deterministic.", repository="acme/api", revision="r1")
+    await put(KERNEL_Q, "Deterministic.", repository="acme/api", revision="r2", owner="bob")
+    assert (await store.get_claim("alice", mine.id)).status == "live"
+
+
+# -- full-text search ----------------------------------------------------------------------------
+
+
+async def test_search_finds_an_inserted_claim(store: StaffStore, put: PutClaim) -> None:
+    claim = await put(KERNEL_Q, "Replays are deterministic.")
+    assert [c.id for c in await store.search_claims("alice", "ledger replay")] == [claim.id]
+
+
+async def test_search_finds_a_claim_by_its_answer(store: StaffStore, put: PutClaim) -> None:
+    claim = await put(KERNEL_Q, "Replays are deterministic.")
+    assert [c.id for c in await store.search_claims("alice", "deterministic")] == [claim.id]
+
+
+async def test_search_after_retract_shows_the_claim_retracted(
+    store: StaffStore, put: PutClaim
+) -> None:
+    claim = await put(KERNEL_Q, "Replays are deterministic.")
+    await store.retract_claim("alice", claim.id)
+    assert [c.status for c in await store.search_claims("alice", "ledger replay")] == ["retracted"]
+
+
+HOSTILE_SEARCHES = [
+    '"ledger replay"',
+    '"',
+    'ledger" OR "anything',
+    "ledger OR kernel",
+    "NOT replay",
+    "replay NOT ledger",
+    "NEAR(ledger replay, 2)",
+    "ledg*",
+    "*",
+    "-replay",
+    "question: ledger",
+    "search_key : kernel",
+    "{question answer} : kernel",
+    "^kernel",
+    "(ledger",
+    "ledger))",
+    "kernel AND",
+    "OR",
+    "'; DROP TABLE claims; --",
+    "Robert'); DROP TABLE claims;--",
+    "drop table",
+    "ledger\x00replay",
+]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[^\W_]+", text.casefold()))
+
+
+@pytest.fixture
+async def searchable(put: PutClaim) -> None:
+    await put(KERNEL_Q, "Replays are deterministic.")
+    await put("Is NOT an operator near OR in the search box?", "NOT, OR and NEAR are words.")
+    await put("How do I drop a table safely?", "Write a migration; never drop table claims.")
+    await put("What does the proxy do?", "It forwards requests.")
+
+
+@pytest.mark.parametrize("text", HOSTILE_SEARCHES)
+async def test_search_with_fts_syntax_returns_only_claims_with_those_words(
+    store: StaffStore, searchable: None, text: str
+) -> None:
+    found = await store.search_claims("alice", text)
+    for claim in found:
+        assert _words(text) <= _words(claim.question + " " + claim.answer), claim.question
+
+
+async def test_search_with_a_quoted_phrase_finds_the_claim(
+    store: StaffStore, searchable: None
+) -> None:
+    found = await store.search_claims("alice", '"ledger replay"')
+    assert [c.question for c in found] == [KERNEL_Q]
+
+
+async def test_search_for_operator_words_finds_them_as_words(
+    store: StaffStore, searchable: None
+) -> None:
+    found = await store.search_claims("alice", "NOT OR NEAR")
+    assert [c.question for c in found] == ["Is NOT an operator near OR in the search box?"]
+
+
+async def test_search_with_sql_leaves_the_claims_table_intact(
+    store: StaffStore, searchable: None
+) -> None:
+    await store.search_claims("alice", "'; DROP TABLE claims; --")
+    assert await store.count_claims("alice") == 4
+
+
+# -- owner isolation ---------------------------------------------------------------------------
+
+
+async def test_get_claim_of_another_owner_is_not_found(store: StaffStore, put: PutClaim) -> None:
+    claim = await put(KERNEL_Q, "Replays are deterministic.")
+    with pytest.raises(NotFoundError):
+        await store.get_claim("bob", claim.id)
+
+
+async def test_list_claims_shows_only_the_owners_claims(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, "Replays are deterministic.")
+    mine = await put("What does the proxy do?", "It forwards requests.", owner="bob")
+    assert [c.id for c in await store.list_claims("bob")] == [mine.id]
+
+
+async def test_search_claims_shows_only_the_owners_claims(store: StaffStore, put: PutClaim) -> None:
+    await put(KERNEL_Q, "Replays are deterministic.")
+    assert await store.search_claims("bob", KERNEL_Q) == []
+
+
+async def test_get_receipt_of_another_owner_is_not_found(store: StaffStore) -> None:
+    await store.add_receipt(_receipt("alice", "rcpt_alice"))
+    with pytest.raises(NotFoundError):
+        await store.get_receipt("bob", "rcpt_alice")
+
+
+async def test_list_receipts_shows_only_the_owners_receipts(store: StaffStore) -> None:
+    await store.add_receipt(_receipt("alice", "rcpt_alice"))
+    await store.add_receipt(_receipt("bob", "rcpt_bob"))
+    assert [r.id for r in await store.list_receipts("bob")] == ["rcpt_bob"]
+
+
+async def test_ledger_counts_only_the_owners_receipts(store: StaffStore) -> None:
+    await store.add_receipt(_receipt("alice", "rcpt_alice"))
+    assert (await store.ledger("bob")).turns == 0
+
+
+# -- artifacts ----------------------------------------------------------------------------------
+
+
+async def test_artifact_address_is_the_sha256_of_its_bytes(store: StaffStore) -> None:
+    address = await store.ensure_artifact("alice", b"result bytes")
+    assert address == hashlib.sha256(b"result bytes").hexdigest()
+
+
+async def test_artifact_stored_twice_has_one_address(store: StaffStore) -> None:
+    first = await store.ensure_artifact("alice", b"result bytes")
+    second = await store.ensure_artifact("alice", b"result bytes")
+    assert first == second
+
+
+async def test_artifact_reads_back_its_bytes(store: StaffStore) -> None:
+    address = await store.ensure_artifact("alice", b"\x00binary\xff")
+    assert await store.get_artifact("alice", address) == b"\x00binary\xff"
+
+
+async def test_artifact_of_another_owner_is_not_found(store: StaffStore) -> None:
+    address = await store.ensure_artifact("alice", b"result bytes")
+    with pytest.raises(NotFoundError):
+        await store.get_artifact("bob", address)
+
+
+# -- sessions -----------------------------------------------------------------------------------
+
+
+async def test_recent_messages_are_the_last_n_oldest_first(store: StaffStore) -> None:
+    session = await store.ensure_session("alice", "main")
+    await store.append_messages(session, [("user", f"message {n}") for n in range(20)])
+    recent = await store.recent_messages(session, limit=5)
+    assert [m.content for m in recent] == [f"message {n}" for n in range(15, 20)]
+
+
+async def test_ensure_session_twice_returns_one_id(store: StaffStore) -> None:
+    assert await store.ensure_session("alice", "main") == await store.ensure_session(
+        "alice", "main"
+    )
+
+
+# -- expiry -------------------------------------------------------------------------------------
+
+
+async def test_live_claim_past_expiry_is_listed_as_expired(
+    store: StaffStore, put: PutClaim
+) -> None:
+    claim = await put(KERNEL_Q, "Replays are deterministic.", expires_at=MOMENT)
+    expired = await store.list_claims("alice", status="expired", now=MOMENT + timedelta(hours=1))
+    assert [(c.id, c.status) for c in expired] == [(claim.id, "expired")]
+
+
+async def test_live_claim_past_expiry_is_not_listed_as_live(
+    store: StaffStore, put: PutClaim
+) -> None:
+    await put(KERNEL_Q, "Replays are deterministic.", expires_at=MOMENT)
+    assert await store.list_claims("alice", status="live", now=MOMENT + timedelta(hours=1)) == []
