@@ -20,7 +20,7 @@ run: $(BIN)/staffstore
 test: $(BIN)/staffstore
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -q
 
 bench: $(BIN)/staffstore
 	$(BIN)/python benchmarks/bench_store.py

@@ -122,7 +122,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     batch_queries = len(queries) * 2
     began = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-m", "staffstore.cli", "--db", str(db), "query", "--jsonl"],
+        [sys.executable, "-m", "staffstore", "--db", str(db), "query", "--jsonl"],
         input=lines.encode(),
         capture_output=True,
         check=True,

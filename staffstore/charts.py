@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .errors import StaffstoreError
 from .report import CategoryMix, PairsLedger, ReplayLedger, fraction, percent, read_ledgers
@@ -37,6 +37,7 @@ MEASURED, CEILING = "#1f5fa8", "#6b7280"
 #: One colour per pairs file, in file order (cycled if there are more files).
 FILE_COLOURS = ("#1f5fa8", "#c2410c", "#7c3aed", "#0f766e", "#b91c1c", "#4d7c0f")
 MODE_MARKERS = {"shared": "o", "isolated": "s"}
+MODE_SIZES = {"shared": 130, "isolated": 45}
 
 Note = Callable[[str], None]
 
@@ -59,10 +60,10 @@ def draw_charts(ledgers: Path, out: Path, *, note: Note = _ignore) -> list[Path]
          "workday-ledger.json"),
         ("workday_windows.png",
          partial(_windows, workday) if workday and workday.windows else None,
-         "windows in workday-ledger.json"),
+         "workday-ledger.json with windows"),
         ("hostile_mix.png",
          partial(_hostile_mix, hostile) if hostile and hostile.categories else None,
-         "categories in hostile-ledger.json"),
+         "hostile-ledger.json with categories"),
         ("pairs_recall_vs_false_hits.png",
          partial(_pairs, found.pairs) if found.pairs else None,
          "pairs-*-ledger.json"),
@@ -84,7 +85,9 @@ def existing_charts(folder: Path) -> list[tuple[str, Path]]:
 # -- plumbing ----------------------------------------------------------------------------------
 
 
-def _figure(width: float, height: float, grid: str = "both") -> tuple[Figure, Axes]:
+def _figure(
+    width: float, height: float, grid: Literal["both", "x", "y"] = "both"
+) -> tuple[Figure, Axes]:
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -97,7 +100,7 @@ def _figure(width: float, height: float, grid: str = "both") -> tuple[Figure, Ax
     return figure, axes
 
 
-def _percent_axis(axes: Axes, which: str, decimals: int | None = None) -> None:
+def _percent_axis(axes: Axes, which: Literal["x", "y"], decimals: int | None = None) -> None:
     from matplotlib.ticker import PercentFormatter
 
     axis = axes.xaxis if which == "x" else axes.yaxis
@@ -211,14 +214,16 @@ def _hostile_mix(ledger: ReplayLedger) -> Figure:
 
 def _pairs(ledgers: list[PairsLedger]) -> Figure:
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import FixedLocator, FuncFormatter
 
-    figure, axes = _figure(8, 5.2)
+    figure, axes = _figure(8.5, 5.8)
+    labels: dict[tuple[float, float, str], list[str]] = {}
     rates = [FALSE_HIT_BUDGET]
     for number, ledger in enumerate(ledgers):
         colour = FILE_COLOURS[number % len(FILE_COLOURS)]
         for mode, result in ledger.modes.items():
             s = result.summary
-            marker = MODE_MARKERS.get(mode, "D")
+            marker, size = MODE_MARKERS.get(mode, "D"), MODE_SIZES.get(mode, 70)
             rates += [s.false_hit_rate, s.false_hit_rate_strict]
             if s.false_hit_rate_strict != s.false_hit_rate:
                 axes.plot(
@@ -226,42 +231,76 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
                     color=colour, linewidth=0.8, linestyle=":",
                 )  # fmt: skip
                 axes.scatter(
-                    [s.false_hit_rate_strict], [s.recall], s=70, marker=marker,
+                    [s.false_hit_rate_strict], [s.recall], s=size, marker=marker,
                     facecolors="white", edgecolors=colour, linewidths=1.5, zorder=3,
+                    clip_on=False,
                 )  # fmt: skip
+                axes.annotate(
+                    f"strict {percent(s.false_hit_rate_strict, 2)}",
+                    xy=(s.false_hit_rate_strict, s.recall), xytext=(0, -13),
+                    textcoords="offset points", ha="center", fontsize=7, color=colour,
+                )  # fmt: skip
+            # Shared and isolated often land on the same spot: the smaller marker stays visible.
             axes.scatter(
-                [s.false_hit_rate], [s.recall], s=70, marker=marker, color=colour, zorder=4
-            )
-            axes.annotate(
-                f"{_stem(ledger)} · {mode}\nrecall {percent(s.recall)}, "
-                f"false {percent(s.false_hit_rate, 2)}",
-                xy=(s.false_hit_rate, s.recall), xytext=(8, 8 if mode == "shared" else -22),
-                textcoords="offset points", fontsize=8, color=colour,
+                [s.false_hit_rate], [s.recall], s=size, marker=marker, color=colour,
+                edgecolors="white", linewidths=0.8, zorder=4 if mode == "shared" else 5,
+                clip_on=False,
             )  # fmt: skip
-    right = max(rates) * 1.6
+            at = (s.false_hit_rate, s.recall, colour)
+            labels.setdefault(at, [_stem(ledger)]).append(mode)
+    for modes in labels.values():
+        modes[1:] = sorted(modes[1:], key=lambda mode: (mode != "shared", mode))
+    # Linear up to the budget, logarithmic above: the budget region stays wide enough to read
+    # while a rate a hundred times over it still fits.
+    right = min(1.0, max(rates) * 3)
+    axes.set_xscale("symlog", linthresh=FALSE_HIT_BUDGET, linscale=1.5)
+    axes.set_xlim(-FALSE_HIT_BUDGET * 0.04, right)
+    axes.set_ylim(0, 1.08)
+    ticks = [0.0, FALSE_HIT_BUDGET / 2, FALSE_HIT_BUDGET, 0.01, 0.1, 1.0]
+    axes.xaxis.set_major_locator(FixedLocator([tick for tick in ticks if tick <= right]))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value * 100:g}%"))
+    _percent_axis(axes, "y", decimals=0)
     axes.axvspan(FALSE_HIT_BUDGET, right, color=FALSE_HIT, alpha=0.06)
     axes.axvline(FALSE_HIT_BUDGET, color=FALSE_HIT, linestyle="--", linewidth=1.2)
     axes.text(
-        FALSE_HIT_BUDGET, 1.02, f" budget {percent(FALSE_HIT_BUDGET)}", color=FALSE_HIT,
-        fontsize=9, va="bottom",
+        FALSE_HIT_BUDGET, 1.06, f" over the {percent(FALSE_HIT_BUDGET)} false-hit budget",
+        color=FALSE_HIT, fontsize=9, va="top",
     )  # fmt: skip
-    axes.set_xlim(0, right)
-    axes.set_ylim(0, 1.08)
-    _percent_axis(axes, "x", decimals=2 if right < 0.01 else 1)
-    _percent_axis(axes, "y")
-    axes.set_xlabel("false-hit rate (false hits / queries)")
+    _label_points(figure, axes, labels)
+    axes.set_xlabel("false-hit rate (false hits / queries; linear to 0.1%, logarithmic above)")
     axes.set_ylabel("recall (correct hits / label-1 pairs)")
     axes.set_title(CHARTS["pairs_recall_vs_false_hits.png"])
     legend = [
-        Line2D([], [], marker="o", linestyle="", color="black", label="shared store"),
-        Line2D([], [], marker="s", linestyle="", color="black", label="isolated pairs"),
+        Line2D([], [], marker="o", linestyle="", color="black", label="shared: one store"),
+        Line2D([], [], marker="s", linestyle="", color="black", label="isolated: pair alone"),
         Line2D([], [], marker="o", linestyle="", color="black",
-               label="false hits (identical-text hits excluded)"),
-        Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
-               markeredgecolor="black", label="strict: identical-text hits counted"),
+               label="false hits, identical-text hits excluded"),
+        Line2D([], [], marker="o", linestyle=":", markerfacecolor="white", color="black",
+               label="strict: identical-text hits counted"),
     ]  # fmt: skip
-    axes.legend(handles=legend, loc="lower right", fontsize=8)
+    figure.legend(handles=legend, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     return figure
+
+
+def _label_points(
+    figure: Figure, axes: Axes, labels: dict[tuple[float, float, str], list[str]]
+) -> None:
+    """Name each point to its right, moving a label up when it would cover the one below."""
+    line = 8 * 1.5 * figure.dpi / 72  # one 8-point line, in pixels
+    placed: list[tuple[float, float]] = []  # (x, y) of each label, in pixels
+    for (x, y, colour), (stem, *modes) in sorted(labels.items(), key=lambda item: item[0][1]):
+        px, py = axes.transData.transform((x, y))
+        ly = py
+        for other_x, other_y in placed:
+            if abs(other_x - px) < 160 and abs(other_y - ly) < line:
+                ly = other_y + line
+        placed.append((px, ly))
+        axes.annotate(
+            f"{stem} · {', '.join(modes)}: recall {percent(y)}, false hits {percent(x, 2)}",
+            xy=(x, y), xytext=(9, (ly - py) * 72 / figure.dpi), textcoords="offset points",
+            fontsize=8, color=colour, va="center",
+            bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
+        )  # fmt: skip
 
 
 def _stem(ledger: PairsLedger) -> str:

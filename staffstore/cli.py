@@ -14,7 +14,6 @@ import asyncio
 import importlib
 import json
 import sqlite3
-import sys
 from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -44,7 +43,7 @@ T = TypeVar("T")
 
 #: Modules that add commands (replay, charts, report, serve, bench, ...): each is imported when
 #: the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
-EXTENSIONS: tuple[str, ...] = ()
+EXTENSIONS: tuple[str, ...] = ("staffstore.commands", "staffstore.serve_commands")
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -151,6 +150,8 @@ def _root(
     ] = None,
 ) -> None:
     ctx.obj = db.expanduser() if db is not None else default_db_path()
+    # `serve` lets a config file name the database unless the user named one here.
+    ctx.meta["db_given"] = db is not None
 
 
 # -- options used by several commands ----------------------------------------------------------
@@ -688,7 +689,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         typer.echo(f"error: {' '.join(str(error).split())}", err=True)
         return EXIT_FAILED
     return result if isinstance(result, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -57,8 +57,17 @@ _CONTRACTIONS = (
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 _REWRITES = (
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), ""),  # 4,000 -> 4000
+    # A day of the month is a date, not an ordinal: "April 9th" -> "April 9".
+    (
+        re.compile(
+            r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)([a-z]*)\s+(\d{1,2})"
+            r"(?:st|nd|rd|th)\b"
+        ),
+        r"\1\2 \3",
+    ),
     (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th"),  # 9th, ninth -> 9th
-    (re.compile(r"\b(\d+(?:\.\d+)?)([a-z]+)\b"), r"\1 \2"),  # 10mb -> 10 mb, 8s -> 8 s
+    # 10mb -> 10 mb, 8s -> 8 s; ordinals are the rule above
+    (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2"),
     (re.compile(r"(?<=[a-z])-(?=[a-z])"), ""),  # sign-up -> signup, on-call -> oncall
     (re.compile(r"\bpull\s+requests?\b"), "pr"),
     (re.compile(r"\bon\s+call\b"), "oncall"),
@@ -245,7 +254,7 @@ _DO = frozenset({"do", "does", "did", "done"})
 _GET = frozenset({"get", "gets", "got", "gotten", "getting"})
 
 
-def _lemma(word: str) -> str:
+def _lemma(word: str, *, verb: bool = True) -> str:
     """Fold -ing, -ed and a final -e, so "share", "shared" and "sharing" are one word.
 
     Both sides of a comparison go through it, so the folded form only has to be consistent,
@@ -254,7 +263,7 @@ def _lemma(word: str) -> str:
     if not word.isalpha() or len(word) < 4:
         return word
     base = word
-    for suffix in ("ing", "ed"):
+    for suffix in ("ing", "ed") if verb else ():
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]
             if base[-1] == base[-2] and base[-1] not in "lsz":
@@ -272,9 +281,9 @@ def _canonical(token: str, *, fold_verb: bool = True) -> str:
         return _NUMBER_WORDS[token]
     if token.isdigit():
         return str(int(token))  # 0042 -> 42
-    word = _SYNONYMS.get(token) or _stem(token)
+    word = _stem(_SYNONYMS.get(token, token))
     word = _SYNONYMS.get(word, word)
-    return _lemma(word) if fold_verb else word
+    return _lemma(word, verb=fold_verb)
 
 
 def tokens(text: str) -> list[str]:

@@ -12,21 +12,19 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     GET  /healthz               liveness
     GET  /metrics               Prometheus text format
 
-All writes go through one lock: the store's one SQLite connection is shared by every request,
-and a transaction must not take in another request's statements.
+Every write goes through one writer task (proxy_writer.py): the store's one SQLite connection
+is shared by every request, and a transaction must not take in another request's statements.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -59,6 +57,8 @@ from .serve_config import ServeConfig, WorkingSetMode, hash_key
 from .store import KeptAnswer, StaffStore, TurnRecord
 from .upstream import OpenRouter
 from .working_set import DEFAULT_SYSTEM, build_working_set
+
+T = TypeVar("T")
 
 H_OUTCOME = "x-staffstore-outcome"
 H_REASON = "x-staffstore-reason"
@@ -165,21 +165,15 @@ class Proxy:
 
     @property
     def store(self) -> StaffStore:
-        if self._store is None:
-            raise RuntimeError("the proxy is not running (its lifespan has not started)")
-        return self._store
+        return _running(self._store)
 
     @property
     def upstream(self) -> OpenRouter:
-        if self._upstream is None:
-            raise RuntimeError("the proxy is not running (its lifespan has not started)")
-        return self._upstream
+        return _running(self._upstream)
 
     @property
     def writer(self) -> Writer:
-        if self._writer is None:
-            raise RuntimeError("the proxy is not running (its lifespan has not started)")
-        return self._writer
+        return _running(self._writer)
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -212,23 +206,33 @@ class Proxy:
 
     async def _record(
         self,
+        turn: _Turn,
         receipt: Receipt,
-        session_id: str | None = None,
         messages: Sequence[tuple[Role, str]] = (),
         kept: KeptAnswer | None = None,
     ) -> None:
-        await self.writer.record(TurnRecord(receipt, session_id, messages, kept))
+        """Write a turn's receipt; a session met for the first time is created on the way."""
+        name = turn.chat.session if turn.chat is not None else None
+        record = TurnRecord(receipt, turn.session_id, messages, kept, session_name=name)
+        session_id = await self.writer.record(record)
+        if name is not None and session_id is not None:
+            self._remember_session(receipt.owner, name, session_id)
 
     def _count(self, record: TurnRecord) -> None:
         self.metrics.count_receipt(record.receipt)
 
-    async def _session_id(self, owner: str, name: str) -> str:
+    def _remember_session(self, owner: str, name: str, session_id: str) -> None:
+        if len(self._sessions) >= _SESSIONS_REMEMBERED:
+            self._sessions.clear()
+        self._sessions[(owner, name)] = session_id
+
+    async def _ensure_session(self, owner: str, name: str) -> str:
+        """The session's id now, creating the session if needed (the bounded working set
+        reads the session's tail before the turn is recorded)."""
         known = self._sessions.get((owner, name))
         if known is None:
-            known = await self.writer.run(lambda: self.store.ensure_session(owner, name))
-            if len(self._sessions) >= _SESSIONS_REMEMBERED:
-                self._sessions.clear()
-            self._sessions[(owner, name)] = known
+            known = await self.writer.run(lambda: self.store.ensure_session_id(owner, name))
+            self._remember_session(owner, name, known)
         return known
 
     # -- who is asking -----------------------------------------------------------------------
@@ -279,10 +283,14 @@ class Proxy:
                 outcome="miss", reason=problem.code or "invalid_request", status="rejected",
                 inference_avoided=False, inference_attempted=False, error=problem.message,
             )  # fmt: skip
-            await self._record(receipt)
+            await self._record(turn, receipt)
             return self.error_response(problem, {H_OUTCOME: "miss", H_RECEIPT: receipt.id})
         turn.chat = chat
-        turn.session_id = await self._session_id(owner, chat.session)
+        # A session seen before is known; a new one is created when the turn is recorded,
+        # in the same transaction, unless the bounded working set needs its tail first.
+        turn.session_id = self._sessions.get((owner, chat.session))
+        if turn.session_id is None and chat.working_set == "bounded":
+            turn.session_id = await self._ensure_session(owner, chat.session)
         decision, kept = await self._look_up(owner, chat)
         if decision.hit:
             return await self._serve_hit(turn, chat, decision, kept)
@@ -312,7 +320,7 @@ class Proxy:
             outcome="hit", reason=decision.reason, status="hit", inference_avoided=True,
             inference_attempted=False, claim_id=decision.claim_id, answer=answer,
         )  # fmt: skip
-        await self._record(receipt, turn.session_id, turn.exchange(answer))
+        await self._record(turn, receipt, turn.exchange(answer))
         headers = self._turn_headers(turn, "hit", decision.reason)
         if decision.claim_id is not None:
             headers[H_CLAIM] = decision.claim_id
@@ -359,7 +367,7 @@ class Proxy:
         )  # fmt: skip
         single = len(payload.get("choices") or []) == 1
         kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
-        await self._record(receipt, turn.session_id, turn.exchange(reply.text), kept)
+        await self._record(turn, receipt, turn.exchange(reply.text), kept)
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
         return JSONResponse(payload, headers=headers)
 
@@ -394,12 +402,12 @@ class Proxy:
             if result.end == "done":
                 receipt = turn.receipt(status="ok", answer=reply.text, **fields)
                 kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
-                await self._record(receipt, turn.session_id, turn.exchange(reply.text), kept)
+                await self._record(turn, receipt, turn.exchange(reply.text), kept)
                 return None
             error = result.error
             status = "cancelled" if result.end == "cancelled" else _status_of(error)
             message = self._scrub(str(error)) if error is not None else "the client disconnected"
-            await self._record(turn.receipt(status=status, error=message, **fields))
+            await self._record(turn, turn.receipt(status=status, error=message, **fields))
             if error is None:
                 return None
             status_code, error_type, code, _ = upstream_failure(error)
@@ -425,7 +433,7 @@ class Proxy:
             inference_avoided=False, inference_attempted=error.attempted,
             error=self._scrub(str(error)),
         )  # fmt: skip
-        await self._record(receipt)
+        await self._record(turn, receipt)
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
         return self.upstream_error_response(error, headers)
 
@@ -550,6 +558,13 @@ class Proxy:
         return JSONResponse(body, status_code=500)
 
 
+def _running(part: T | None) -> T:
+    """A part the lifespan opens (store, upstream client, writer), or an error outside it."""
+    if part is None:
+        raise RuntimeError("the proxy is not running (its lifespan has not started)")
+    return part
+
+
 def _bearer(value: str | None) -> str | None:
     scheme, _, key = (value or "").partition(" ")
     return (key.strip() or None) if scheme.lower() == "bearer" else None
@@ -615,48 +630,3 @@ def create_app(
     app.state.proxy = proxy
     app.add_middleware(RequestTiming, metrics=proxy.metrics, chat_route=_CHAT_ROUTE, routes=_ROUTES)
     return app
-
-
-@contextmanager
-def serve_in_thread(
-    config: ServeConfig,
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
-    start_timeout: float = 10.0,
-) -> Iterator[str]:
-    """Serve the proxy on 127.0.0.1 (a free port; config.port is ignored) in a thread.
-
-    Yields the base URL an OpenAI client takes (ending in /v1). For tests and benchmarks.
-    """
-    import uvicorn  # the serve extra; only this helper and run_server need it
-
-    # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on sockets that say they
-    # are TCP, and without it Nagle and delayed ACKs add 40 ms to every keep-alive request.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config, transport=transport),
-            lifespan="on",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-        )
-    )
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="staffstore-proxy", daemon=True
-    )
-    thread.start()
-    try:
-        deadline = time.monotonic() + start_timeout
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the staffstore proxy did not start")
-            time.sleep(0.005)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=start_timeout)
-        sock.close()

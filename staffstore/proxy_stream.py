@@ -70,7 +70,10 @@ class RelayResponse(Response):
         self.include_usage = include_usage
         self.status_code = 200
         self.background = None
-        self.init_headers({"cache-control": "no-cache", **(headers or {})})
+        # x-accel-buffering: a reverse proxy (nginx) in front must not hold events back.
+        self.init_headers(
+            {"cache-control": "no-cache", "x-accel-buffering": "no", **(headers or {})}
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -85,6 +88,9 @@ class RelayResponse(Response):
                 relay.cancel()
             gone.cancel()
             await asyncio.gather(relay, gone, return_exceptions=True)
+        failure = None if relay.cancelled() else relay.exception()
+        if failure is not None:
+            raise failure  # a bug in the relay (its receipt is written): let it show
 
     async def _relay(self, send: Send) -> None:
         error: UpstreamError | None = None

@@ -54,9 +54,13 @@ class Writer:
         if self._task is not None:
             await self._task
 
-    async def record(self, record: TurnRecord) -> None:
-        """Write one turn; return once it is committed (even if the caller is cancelled)."""
-        await self._submit(record=record)
+    async def record(self, record: TurnRecord) -> str | None:
+        """Write one turn; return its session id once it is committed.
+
+        The write goes on even if the caller is cancelled meanwhile.
+        """
+        session_id: str | None = await self._submit(record=record)
+        return session_id
 
     async def run(self, work: Callable[[], Awaitable[Any]]) -> Any:
         """Run other writing work (a session, a claim) alone, in its turn; return its result."""
@@ -94,7 +98,9 @@ class Writer:
 
     async def _commit(self, batch: list[_Job]) -> None:
         try:
-            await self._store.record_turns([job.record for job in batch if job.record])
+            session_ids = await self._store.record_turns(
+                [job.record for job in batch if job.record is not None]
+            )
         except Exception as error:
             if len(batch) == 1:
                 batch[0].done.set_exception(error)
@@ -102,7 +108,7 @@ class Writer:
                 for job in batch:
                     await self._commit([job])
             return
-        for job in batch:
+        for job, session_id in zip(batch, session_ids, strict=True):
             if self._on_commit is not None and job.record is not None:
                 self._on_commit(job.record)
-            job.done.set_result(None)
+            job.done.set_result(session_id)

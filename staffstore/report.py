@@ -9,7 +9,6 @@ README's markers, appending the markers when they are missing, so a second run c
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,58 +180,74 @@ def _table(headers: Sequence[str], align: str, rows: Sequence[Sequence[str]]) ->
     return [f"| {' | '.join(cells)} |" for cells in [headers, rule, *rows]]
 
 
-def _replays_table(ledgers: Ledgers) -> list[str]:
-    rows = []
-    for ledger in ledgers.replays.values():
-        for summary in ledger.summaries or [ledger.summary]:
-            rows.append(
-                [
-                    replay_label(ledger, summary), str(summary.turns), str(summary.hits),
-                    percent(summary.avoidance), percent(summary.gold_hit_recall),
-                    str(summary.false_hits), str(summary.stale_hits),
-                    str(summary.conflict_picks), usd(summary.known_cost_usd),
-                ]
-            )  # fmt: skip
-    headers = [
-        "replay", "turns", "hits", "avoidance", "gold-hit recall", "false hits", "stale hits",
-        "conflict picks", "known cost (USD)",
+#: The columns of a replay row: (heading in the report, the ledger field it shows).
+REPLAY_COLUMNS = (
+    ("replay", "name"), ("turns", "turns"), ("hits", "hits"), ("avoidance", "avoidance"),
+    ("gold-hit recall", "gold_hit_recall"), ("false hits", "false_hits"),
+    ("stale hits", "stale_hits"), ("conflict picks", "conflict_picks"),
+    ("known cost (USD)", "known_cost_usd"),
+)  # fmt: skip
+
+#: The columns of a pairs row, likewise.
+PAIRS_COLUMNS = (
+    ("file", "file"), ("mode", "mode"), ("queries", "queries"), ("recall", "recall"),
+    ("correct hits/positives", "correct_hits"), ("false hits", "false_hits"),
+    ("false-hit rate", "false_hit_rate"), ("identical-text hits", "identical_text_hits"),
+    ("false hits (strict)", "false_hits_strict"),
+    ("false-hit rate (strict)", "false_hit_rate_strict"),
+)  # fmt: skip
+
+
+def replay_row(ledger: ReplayLedger, summary: ReplaySummary) -> list[str]:
+    """One summary's cells, in REPLAY_COLUMNS order."""
+    s = summary
+    return [
+        replay_label(ledger, s), str(s.turns), str(s.hits), percent(s.avoidance),
+        percent(s.gold_hit_recall), str(s.false_hits), str(s.stale_hits), str(s.conflict_picks),
+        usd(s.known_cost_usd),
     ]  # fmt: skip
-    return _table(headers, "lrrrrrrrr", rows)
+
+
+def pairs_row(ledger: PairsLedger, mode: str) -> list[str]:
+    """One mode's cells, in PAIRS_COLUMNS order."""
+    s = ledger.modes[mode].summary
+    return [
+        ledger.file, mode, str(s.queries), percent(s.recall), f"{s.correct_hits}/{s.positives}",
+        str(s.false_hits), rate(s.false_hit_rate), str(s.identical_text_hits),
+        str(s.false_hits_strict), rate(s.false_hit_rate_strict),
+    ]  # fmt: skip
+
+
+def _replays_table(ledgers: Ledgers) -> list[str]:
+    rows = [
+        replay_row(ledger, summary)
+        for ledger in ledgers.replays.values()
+        for summary in ledger.summaries or [ledger.summary]
+    ]
+    return _table([heading for heading, _ in REPLAY_COLUMNS], "lrrrrrrrr", rows)
 
 
 def _hostile_table(ledger: ReplayLedger) -> list[str]:
     rows = [
-        [name.replace("_", " "), str(mix.turns), str(mix.hits), str(mix.misses),
-         str(mix.false_hits), str(mix.stale_hits)]
+        [name.replace("_", " "), " or ".join(mix.gold) or "-", str(mix.turns), str(mix.hits),
+         str(mix.misses), str(mix.false_hits), str(mix.stale_hits)]
         for name, mix in ledger.categories.items()
     ]  # fmt: skip
-    headers = ["category", "turns", "hits", "misses", "false hits", "stale hits"]
-    return _table(headers, "lrrrrr", rows)
+    headers = ["category", "gold", "turns", "hits", "misses", "false hits", "stale hits"]
+    return _table(headers, "llrrrrr", rows)
 
 
 def _pairs_table(ledgers: Ledgers) -> list[str]:
-    rows = []
-    for ledger in ledgers.pairs:
-        for mode, result in ledger.modes.items():
-            s = result.summary
-            rows.append(
-                [
-                    ledger.file, mode, str(s.queries), percent(s.recall),
-                    f"{s.correct_hits} / {s.positives}", str(s.false_hits), rate(s.false_hit_rate),
-                    str(s.identical_text_hits), str(s.false_hits_strict),
-                    rate(s.false_hit_rate_strict),
-                ]
-            )  # fmt: skip
-    headers = [
-        "file", "mode", "queries", "recall", "correct hits / positives", "false hits",
-        "false-hit rate", "identical-text hits", "false hits (strict)", "false-hit rate (strict)",
-    ]  # fmt: skip
-    return _table(headers, "llrrrrrrrr", rows)
+    rows = [pairs_row(ledger, mode) for ledger in ledgers.pairs for mode in ledger.modes]
+    return _table([heading for heading, _ in PAIRS_COLUMNS], "llrrrrrrrr", rows)
 
 
 def _shown(path: Path, base: Path) -> str:
-    """A path as a reader of a file in `base` would follow it, with forward slashes."""
-    return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+    """A path as a reader of a file in `base` would follow it: relative when it lies below."""
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
 
 
 def results_markdown(

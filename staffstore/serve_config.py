@@ -3,7 +3,35 @@
 Client keys map to owners and are held only as SHA-256 hashes: a config may name a key by its
 hash (`key_sha256`, or `sha256:HEX` in a flag) or in plain text, which is hashed as it is read
 and then dropped. The upstream key comes from the environment and is never written anywhere.
-This module needs no web framework; `run_server` imports one only when it is called.
+This module needs no web framework: `run_server` and `serve_in_thread` import one when called.
+
+A config file (every setting optional; flags win over it):
+
+    [serve]
+    host = "127.0.0.1"
+    port = 8787
+    upstream = "https://openrouter.ai/api/v1"
+    upstream_key_env = "OPENROUTER_API_KEY"   # the variable the upstream key is read from
+    db = "staffstore.db"                      # relative to this file
+    working_set = "forward"                   # or "bounded"
+    trusted = false                           # true: owner from X-Staffstore-Owner, no keys
+    default_owner = "local"                   # the owner in trusted mode without the header
+    budget = 4000                             # tokens of a bounded working set
+    max_body_bytes = 8388608
+    timeout = 60.0                            # seconds for one upstream call
+    upstream_retries = 2
+    models_ttl = 60.0                         # seconds GET /v1/models is kept
+    log_level = "info"
+    access_log = false
+
+    [[serve.owners]]
+    owner = "alice"
+    key_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+    [[serve.owners]]
+    owner = "ops"
+    key = "sk-local-ops"                      # plain text: hashed when read, never kept
+    admin = true                              # may use POST /v1/staffstore/claims
 """
 
 from __future__ import annotations
@@ -11,16 +39,23 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
+import threading
+import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .config import default_db_path
 from .errors import InputError
 from .upstream import API_KEY_ENV, DEFAULT_BASE_URL
 from .working_set import DEFAULT_BUDGET
+
+if TYPE_CHECKING:
+    import httpx
 
 WorkingSetMode = Literal["forward", "bounded"]
 WORKING_SET_MODES: tuple[WorkingSetMode, ...] = ("forward", "bounded")
@@ -81,7 +116,7 @@ def hash_key(key: str) -> str:
 
 
 def key_digest(given: str) -> str:
-    """The digest for a configured key: `sha256:HEX` (or 64 hex digits) as is, else hashed."""
+    """The digest for a configured key: `sha256:HEX` names a digest, anything else is hashed."""
     text = given.strip()
     if text.lower().startswith(_HASH_PREFIX):
         digest = text[len(_HASH_PREFIX) :].lower()
@@ -251,6 +286,53 @@ def run_server(config: ServeConfig) -> None:
         )
     )
     server.run()
+
+
+@contextmanager
+def serve_in_thread(
+    config: ServeConfig,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    start_timeout: float = 10.0,
+) -> Iterator[str]:
+    """Serve the proxy on 127.0.0.1 (a free port; config.port is ignored) in a thread.
+
+    Yields the base URL an OpenAI client takes (ending in /v1). For tests and benchmarks.
+    """
+    import uvicorn  # the serve extra; only this helper and run_server need it
+
+    from .proxy import create_app
+
+    # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on sockets that say they
+    # are TCP, and without it Nagle and delayed ACKs add 40 ms to every keep-alive request.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config, transport=transport),
+            lifespan="on",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+    )
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="staffstore-proxy", daemon=True
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + start_timeout
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the staffstore proxy did not start")
+            time.sleep(0.005)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=start_timeout)
+        sock.close()
 
 
 def serve_command(**options: Any) -> None:

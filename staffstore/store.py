@@ -273,9 +273,9 @@ class StaffStore:
                 f"SELECT {_CLAIM_COLUMNS} FROM claims WHERE id IN ({marks})", chunk
             ):
                 stored[row[0]] = _row_to_claim(row)
-        existing = set(stored)
-        rows, supersessions = [], []
+        rows, supersessions, added = [], [], []
         for identity, claim in batch:
+            added.append(identity not in stored)  # a repeat within the batch is not new
             if identity in stored:
                 continue
             key = normalize(claim.question).key
@@ -308,7 +308,7 @@ class StaffStore:
                 "AND rowid < (SELECT rowid FROM claims WHERE id = ?)",
                 supersessions,
             )
-        return [(stored[identity], identity not in existing) for identity, _ in batch]
+        return [(stored[identity], new) for (identity, _), new in zip(batch, added, strict=True)]
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
@@ -375,7 +375,7 @@ class StaffStore:
         match = " AND ".join("{question answer} : " + fts_phrase(w) for w in words)
         rows = await self._fetchall(
             f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-            "FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
+            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
             "WHERE claims_fts MATCH ? AND c.owner = ? ORDER BY claims_fts.rank LIMIT ?",
             (match, owner, limit),
         )
@@ -391,7 +391,7 @@ class StaffStore:
         match = "{question answer} : (" + " OR ".join(fts_phrase(w) for w in words) + ")"
         rows = await self._fetchall(
             f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-            "FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
+            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
             "WHERE claims_fts MATCH ? AND c.owner = ? AND c.status = 'live' "
             "AND (c.expires_at IS NULL OR c.expires_at > ?) ORDER BY claims_fts.rank LIMIT ?",
             (match, owner, _now(now), limit),
@@ -405,7 +405,7 @@ class StaffStore:
 
         Questions whose key equals `key` exactly come first (an index lookup). Then FTS5:
         with `require_all`, questions holding every word (fast, exact); otherwise questions
-        holding all words but one, best `limit` by BM25 first (for typos and near misses).
+        holding all words but one (for typos and near misses).
         """
         found: dict[str, Claim] = {}
         for row in await self._fetchall(
@@ -416,9 +416,7 @@ class StaffStore:
             found[row[0]] = _row_to_claim(row)
         if words and (require_all or len(words) > 1):
             if require_all:
-                # Every word: no ranking needed, the question key decides among them.
                 match = "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
-                order = ""
             else:
                 # Every word but one: enough to find a question with one slip or one changed
                 # word, without ranking every question that shares a single common word.
@@ -427,11 +425,13 @@ class StaffStore:
                     for left_out in words
                 ]
                 match = "search_key : (" + " OR ".join(clauses) + ")"
-                order = " ORDER BY claims_fts.rank"
+            # No ranking: the gate compares every candidate itself, and BM25 over every match
+            # of a common word is what makes a lookup slow. CROSS JOIN keeps FTS5 first in
+            # the plan; otherwise SQLite may walk the owner's claims and match each one.
             for row in await self._fetchall(
                 f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-                "FROM claims_fts JOIN claims c ON c.rowid = claims_fts.rowid "
-                f"WHERE claims_fts MATCH ? AND c.owner = ?{order} LIMIT ?",
+                "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+                "WHERE claims_fts MATCH ? AND c.owner = ? LIMIT ?",
                 (match, owner, limit),
             ):
                 found.setdefault(row[0], _row_to_claim(row))
@@ -544,6 +544,16 @@ class StaffStore:
     # Added for proxy.py: an answer the proxy paid for, addressed by a hash of the request, so
     # the very same request from the same owner is served again without a model call.
 
+    async def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
+        """ensure_session in one statement, for the proxy's hot path: create-or-get the id."""
+        # An upsert that changes nothing, so that RETURNING yields the row on a conflict too.
+        rows = await self._db.execute_fetchall(
+            "INSERT INTO sessions (id, owner, name, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (owner, name) DO UPDATE SET name = excluded.name RETURNING id",
+            (uuid.uuid4().hex, owner, name, _now(now)),
+        )
+        return str(next(iter(rows))[0])
+
     async def kept_answer(
         self,
         owner: str,
@@ -573,23 +583,33 @@ class StaffStore:
 
     async def record_turns(
         self, records: Sequence[TurnRecord], *, now: datetime | None = None
-    ) -> None:
+    ) -> list[str | None]:
         """Write many turns (receipts, session messages, kept answers) in one transaction.
 
-        One statement per table for the whole batch, so a busy proxy commits many turns at
-        once. The connection is shared: a caller running turns concurrently must serialize
-        its writes (the proxy has one writer task), or one BEGIN meets another's transaction.
+        A record naming its session by `session_name` (no `session_id`) gets the session
+        created or found in the same transaction. Returns each record's session id. One
+        statement per table for the whole batch, so a busy proxy commits many turns at once.
+        The connection is shared: a caller running turns concurrently must serialize its
+        writes (the proxy has one writer task), or one BEGIN meets another's transaction.
         """
         moment = _now(now)
-        messages = [
-            (record.session_id, role, content, moment)
-            for record in records
-            if record.session_id is not None
-            for role, content in record.messages
-        ]
         kept = [record.kept for record in records if record.kept is not None]
         await self._db.execute("BEGIN IMMEDIATE")
         try:
+            session_ids: list[str | None] = []
+            for record in records:
+                session_id = record.session_id
+                if session_id is None and record.session_name is not None:
+                    session_id = await self.ensure_session_id(
+                        record.receipt.owner, record.session_name, now=now
+                    )
+                session_ids.append(session_id)
+            messages = [
+                (session_id, role, content, moment)
+                for record, session_id in zip(records, session_ids, strict=True)
+                if session_id is not None
+                for role, content in record.messages
+            ]
             if messages:
                 await self._db.executemany(
                     "INSERT INTO messages (session_id, role, content, created_at) "
@@ -607,12 +627,16 @@ class StaffStore:
             placeholders = ", ".join("?" for _ in _RECEIPT_COLUMNS)
             await self._db.executemany(
                 f"INSERT INTO receipts ({', '.join(_RECEIPT_COLUMNS)}) VALUES ({placeholders})",
-                [_receipt_row(record.receipt) for record in records],
+                [
+                    _receipt_row(record.receipt.model_copy(update={"session_id": session_id}))
+                    for record, session_id in zip(records, session_ids, strict=True)
+                ],
             )
             await self._db.execute("COMMIT")
         except BaseException:
             await self._db.execute("ROLLBACK")
             raise
+        return session_ids
 
 
 @dataclass(frozen=True)
@@ -637,3 +661,6 @@ class TurnRecord:
     session_id: str | None = None
     messages: Sequence[tuple[Role, str]] = ()
     kept: KeptAnswer | None = None
+    #: The name of the receipt owner's session, to create or find while writing, when
+    #: `session_id` is not known yet (saves a round trip before the turn is answered).
+    session_name: str | None = None

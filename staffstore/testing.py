@@ -204,7 +204,7 @@ class FakeOpenRouter:
         """
         import uvicorn  # only this mode needs it
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         config = uvicorn.Config(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .errors import InputError
 from .models import Claim, Message, Turn, WorkingSet
 from .store import StaffStore
 
@@ -20,6 +21,8 @@ DEFAULT_SYSTEM = (
 DEFAULT_BUDGET = 4_000
 DEFAULT_TAIL = 8
 DEFAULT_RECALL = 5
+#: The smallest budget that can hold a question, an instruction and a visible cut marker.
+MIN_BUDGET = 64
 CUT_MARKER = "[... cut to fit the working-set budget ...]"
 
 TokenCounter = Callable[[str], int]
@@ -65,6 +68,8 @@ async def build_working_set(
     count: TokenCounter = approximate_tokens,
 ) -> WorkingSet:
     """Assemble the bounded prompt for a miss, in a deterministic order, within `budget`."""
+    if budget < MIN_BUDGET:
+        raise InputError(f"a working-set budget must be at least {MIN_BUDGET} tokens")
     truncated = False
     # The turn itself is what was asked: it always goes in, cut only if it alone overflows.
     question = _fit(turn.text, max(budget // 2, 1), count)

@@ -9,13 +9,6 @@ from pathlib import Path
 
 import openai
 import pytest
-
-from staffstore.errors import InputError, NotFoundError
-from staffstore.models import Receipt, utcnow
-from staffstore.promote import promote_receipt
-from staffstore.store import StaffStore
-from staffstore.testing import FakeOpenRouter
-from staffstore.working_set import CUT_MARKER
 from test_proxy_support import (
     ADMIN_KEY,
     ALICE_KEY,
@@ -25,6 +18,13 @@ from test_proxy_support import (
     check_completion,
     running_proxy,
 )
+
+from staffstore.errors import InputError, NotFoundError
+from staffstore.models import Receipt, utcnow
+from staffstore.promote import promote_receipt
+from staffstore.store import StaffStore
+from staffstore.testing import FakeOpenRouter
+from staffstore.working_set import CUT_MARKER
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +135,7 @@ def test_exact_repeat_is_served_without_an_upstream_call(
     assert second.parse().choices[0].message.content == "echo: spell staffstore backwards"
 
 
-def test_exact_repeat_body_is_a_valid_chat_completion(
-    server: Server, fake: FakeOpenRouter
-) -> None:
+def test_exact_repeat_body_is_a_valid_chat_completion(server: Server, fake: FakeOpenRouter) -> None:
     server.post(ask("what is the boiling point of water"))
     response = server.post(ask("what is the boiling point of water"))
     check_completion(response.json(), "echo: what is the boiling point of water")
@@ -243,9 +241,7 @@ def test_storing_claims_needs_an_admin_key(server: Server, fake: FakeOpenRouter)
 
 
 def test_promoting_an_unknown_receipt_is_404(server: Server, fake: FakeOpenRouter) -> None:
-    response = server.post(
-        {"receipt_id": "rcpt_nope"}, key=ADMIN_KEY, path="/staffstore/claims"
-    )
+    response = server.post({"receipt_id": "rcpt_nope"}, key=ADMIN_KEY, path="/staffstore/claims")
     assert response.status_code == 404
     assert response.json()["error"]["type"] == "not_found_error"
 
@@ -356,7 +352,11 @@ _LONG_HISTORY = [
 
 def test_bounded_mode_sends_the_working_set(server: Server, fake: FakeOpenRouter) -> None:
     _claim(server, "alice", "What do herons eat in winter?", "Mostly fish.")
-    body = {"model": "fake/model", "messages": _LONG_HISTORY, "staffstore": {"working_set": "bounded"}}
+    body = {
+        "model": "fake/model",
+        "messages": _LONG_HISTORY,
+        "staffstore": {"working_set": "bounded"},
+    }
     response = server.post(body)
     assert response.headers["x-staffstore-working-set"] == "bounded"
     (sent,) = fake.chat_requests
@@ -477,7 +477,5 @@ async def test_async_sdk_exact_repeat(server: Server, fake: FakeOpenRouter) -> N
 
 
 def test_openai_sdk_error_types_surface(server: Server, fake: FakeOpenRouter) -> None:
-    with server.sdk(key="sk-not-a-known-key") as client, pytest.raises(
-        openai.AuthenticationError
-    ):
+    with server.sdk(key="sk-not-a-known-key") as client, pytest.raises(openai.AuthenticationError):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])

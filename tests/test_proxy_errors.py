@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from test_proxy_support import ALICE_KEY, UPSTREAM_KEY, Server, ask, running_proxy
 
 from staffstore.testing import FakeOpenRouter
-from test_proxy_support import ALICE_KEY, UPSTREAM_KEY, Server, ask, running_proxy
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +119,7 @@ def test_other_endpoints_need_a_key_too(server: Server) -> None:
 # -- the upstream's failures -------------------------------------------------------------------
 
 
-def test_an_upstream_4xx_is_relayed_in_openai_shape(
-    server: Server, fake: FakeOpenRouter
-) -> None:
+def test_an_upstream_4xx_is_relayed_in_openai_shape(server: Server, fake: FakeOpenRouter) -> None:
     fake.fail(400, "model fake/nothing does not exist")
     error = _error(server.post(ask("use a missing model")), 400)
     assert "model fake/nothing does not exist" in error["message"]
@@ -226,7 +224,9 @@ def test_no_upstream_key_still_serves_hits(local: Server) -> None:
 
 
 def test_trusted_mode_takes_the_owner_from_the_header(local: Server) -> None:
-    response = local.post(ask("whose turn is this"), key=None, headers={"x-staffstore-owner": "eve"})
+    response = local.post(
+        ask("whose turn is this"), key=None, headers={"x-staffstore-owner": "eve"}
+    )
     assert local.receipt("eve", response.headers["x-staffstore-receipt"]).owner == "eve"
     ledger = httpx.get(local.base_url + "/staffstore/ledger", headers={"x-staffstore-owner": "eve"})
     assert (ledger.json()["owner"], ledger.json()["turns"]) == ("eve", 1)
@@ -235,3 +235,13 @@ def test_trusted_mode_takes_the_owner_from_the_header(local: Server) -> None:
 def test_the_configured_working_set_mode_applies(local: Server) -> None:
     response = local.post(ask("bounded by default"), key=None)
     assert response.headers["x-staffstore-working-set"] == "bounded"
+
+
+def test_no_key_is_ever_written_to_the_database(server: Server, fake: FakeOpenRouter) -> None:
+    server.post(ask("a question that leaves rows behind"))
+    server.post(ask("hello"), key="sk-guess-written-nowhere")
+    fake.fail(401, f"Incorrect API key provided: {UPSTREAM_KEY}")
+    server.post(ask("an upstream that echoes our key"))
+    stored = b"".join(path.read_bytes() for path in server.db.parent.glob(server.db.name + "*"))
+    for key in (ALICE_KEY, UPSTREAM_KEY, "sk-guess-written-nowhere"):
+        assert key.encode() not in stored

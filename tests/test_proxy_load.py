@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from test_proxy_support import ALICE_KEY, BOB_KEY, Server, ask, running_proxy
 
 from staffstore.models import NewClaim
 from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
-from test_proxy_support import ALICE_KEY, BOB_KEY, Server, ask, running_proxy
 
 IN_FLIGHT = 200
 MISS_DELAY = 1.0  # long enough that every miss is still upstream when the last request leaves
@@ -67,7 +67,9 @@ async def test_200_requests_in_flight_lose_no_receipt_and_return_no_500(
         work += [(ALICE_KEY, ask(q, stream=True), "hit") for q in hits[:30]]
         work += [(BOB_KEY, ask(t), "hit") for t in repeats]
         work += [(ALICE_KEY, ask(f"an unseen question {i}"), "miss") for i in range(40)]
-        work += [(BOB_KEY, ask(f"an unseen streamed one {i}", stream=True), "miss") for i in range(20)]
+        work += [
+            (BOB_KEY, ask(f"an unseen streamed one {i}", stream=True), "miss") for i in range(20)
+        ]
         work += [(ALICE_KEY, {"model": "m", "messages": []}, "rejected") for _ in range(20)]
         assert len(work) == IN_FLIGHT
 

@@ -8,20 +8,18 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import openai
 import pytest
-
-from staffstore.testing import FakeOpenRouter, UsageChunk
 from test_proxy_support import (
     ADMIN_KEY,
-    ALICE_KEY,
     Server,
     ask,
     check_chunks,
     running_proxy,
     sse_data,
 )
+
+from staffstore.testing import FakeOpenRouter, UsageChunk
 
 
 @pytest.fixture(scope="module")
@@ -143,13 +141,24 @@ def test_a_stream_miss_records_the_usage_of_the_last_chunk(
     assert receipt.completion_tokens == 6
 
 
-def test_a_client_that_did_not_ask_for_usage_gets_none(server: Server, fake: FakeOpenRouter) -> None:
+def test_a_client_that_did_not_ask_for_usage_gets_none(
+    server: Server, fake: FakeOpenRouter
+) -> None:
     response = server.post(ask("no usage for me please", stream=True))
     chunks = _relayed_chunks(response.text)
     assert all("usage" not in chunk and chunk["choices"] for chunk in chunks)
     assert fake.chat_requests[0].json["stream_options"] == {"include_usage": True}
     receipt = server.receipt("alice", response.headers["x-staffstore-receipt"])
     assert receipt.cost_usd == 0.0001  # the receipt has it all the same
+
+
+def test_a_stream_without_usage_records_none_not_zero(server: Server) -> None:
+    server.upstream.reset(usage=False)
+    response = server.post(ask("a stream that reports no usage", stream=True))
+    assert _text_of(_relayed_chunks(response.text)) == "echo: a stream that reports no usage"
+    receipt = server.receipt("alice", response.headers["x-staffstore-receipt"])
+    assert receipt.status == "ok"
+    assert (receipt.prompt_tokens, receipt.completion_tokens, receipt.cost_usd) == (None,) * 3
 
 
 def test_sse_comments_from_upstream_are_tolerated(server: Server) -> None:
@@ -165,15 +174,9 @@ def test_sse_comments_from_upstream_are_tolerated(server: Server) -> None:
 
 def test_a_stream_miss_is_relayed_as_it_arrives(server: Server, fake: FakeOpenRouter) -> None:
     fake.answer("one two three four five six", chunk_delay=0.15)
-    body = json.dumps(ask("relay me slowly", stream=True)).encode()
     started = time.perf_counter()
     arrivals: list[float] = []
-    with httpx.stream(
-        "POST",
-        server.base_url + "/chat/completions",
-        content=body,
-        headers={"authorization": f"Bearer {ALICE_KEY}", "content-type": "application/json"},
-    ) as response:
+    with server.stream(ask("relay me slowly", stream=True)) as response:
         for line in response.iter_lines():
             if line.startswith("data: {") and '"content": "one' in line:
                 arrivals.append(time.perf_counter() - started)
@@ -233,13 +236,7 @@ def test_a_client_that_leaves_mid_stream_leaves_a_cancelled_receipt(
     server: Server, fake: FakeOpenRouter
 ) -> None:
     fake.answer("a b c d e f g h i j k l m n o p", chunk_delay=0.2)
-    body = json.dumps(ask("leave early", stream=True)).encode()
-    with httpx.stream(
-        "POST",
-        server.base_url + "/chat/completions",
-        content=body,
-        headers={"authorization": f"Bearer {ALICE_KEY}", "content-type": "application/json"},
-    ) as response:
+    with server.stream(ask("leave early", stream=True)) as response:
         receipt_id = response.headers["x-staffstore-receipt"]
         for line in response.iter_lines():
             if '"content": "a ' in line:

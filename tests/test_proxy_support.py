@@ -18,8 +18,7 @@ import httpx
 import openai
 
 from staffstore.models import Receipt
-from staffstore.proxy import serve_in_thread
-from staffstore.serve_config import OwnerKey, ServeConfig, hash_key
+from staffstore.serve_config import OwnerKey, ServeConfig, hash_key, serve_in_thread
 from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
 
@@ -113,6 +112,18 @@ class Server:
         all_headers.setdefault("content-type", "application/json")
         return httpx.post(self.base_url + path, content=content, headers=all_headers, timeout=10)
 
+    @contextmanager
+    def stream(self, body: Any, *, key: str = ALICE_KEY) -> Iterator[httpx.Response]:
+        """POST a chat request and read its answer as it arrives."""
+        with httpx.stream(
+            "POST",
+            self.base_url + "/chat/completions",
+            json=body,
+            headers={"authorization": f"Bearer {key}"},
+            timeout=10,
+        ) as response:
+            yield response
+
     def get(self, path: str, *, key: str | None = ALICE_KEY) -> httpx.Response:
         headers = {"authorization": f"Bearer {key}"} if key is not None else {}
         return httpx.get(self.root + path, headers=headers, timeout=10)
@@ -123,9 +134,7 @@ class Server:
     def receipts(self, owner: str | None = None, limit: int = 10_000) -> list[Receipt]:
         return asyncio.run(_read_receipts(self.db, owner, limit))
 
-    async def receipts_async(
-        self, owner: str | None = None, limit: int = 10_000
-    ) -> list[Receipt]:
+    async def receipts_async(self, owner: str | None = None, limit: int = 10_000) -> list[Receipt]:
         return await _read_receipts(self.db, owner, limit)
 
     def wait_for_receipt(self, owner: str, receipt_id: str, timeout: float = 5.0) -> Receipt:

@@ -170,6 +170,12 @@ async def test_same_claim_again_is_reported_as_not_new(store: StaffStore) -> Non
     assert added is False
 
 
+async def test_same_claim_twice_in_one_batch_is_new_once(store: StaffStore) -> None:
+    claim = NewClaim(owner="alice", question=KERNEL_Q, answer="Replays are deterministic.")
+    stored = await store.ensure_claims([claim, claim])
+    assert [added for _, added in stored] == [True, False]
+
+
 async def test_different_provenance_gives_a_different_id(put: PutClaim) -> None:
     first = await put(KERNEL_Q, "Replays are deterministic.", job_id="job-1")
     second = await put(KERNEL_Q, "Replays are deterministic.", job_id="job-2")

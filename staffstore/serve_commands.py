@@ -1,0 +1,122 @@
+"""The `serve` and `claims promote` commands: the proxy, and paid answers made claims.
+
+Loaded through `cli.EXTENSIONS`. `serve` merges its flags over a TOML config file over the
+defaults (see serve_config.py); `claims promote` turns the answer a receipt recorded into a
+verified claim, on purpose, because a chat answer never becomes a claim by itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli import JsonOption, OwnerOption, claims_app, db_path, print_json, run, user_errors
+from .models import Claim
+from .promote import promote_receipt
+from .serve_config import serve_command
+from .store import StaffStore
+
+
+def serve(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="A TOML file of these settings.")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (8787).")] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(help="Upstream base URL (OpenRouter's by default). Key: OPENROUTER_API_KEY."),
+    ] = None,
+    owner_key: Annotated[
+        list[str] | None,
+        typer.Option(help="A client key and its owner, OWNER=KEY or OWNER=sha256:HEX; repeat."),
+    ] = None,
+    admin_key: Annotated[
+        list[str] | None, typer.Option(help="A key that may store claims, as --owner-key.")
+    ] = None,
+    trusted: Annotated[
+        bool | None,
+        typer.Option(
+            "--trusted/--no-trusted",
+            help="Single-tenant: take the owner from X-Staffstore-Owner, no client keys.",
+        ),
+    ] = None,
+    default_owner: Annotated[
+        str | None, typer.Option(help="Owner of requests that name none (trusted mode).")
+    ] = None,
+    working_set: Annotated[
+        str | None,
+        typer.Option(help="forward: send the client's messages as sent; bounded: the working set."),
+    ] = None,
+    budget: Annotated[int | None, typer.Option(help="Token budget of a bounded prompt.")] = None,
+    max_body_bytes: Annotated[
+        int | None, typer.Option(help="Largest request body accepted (413 beyond).")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="Upstream timeout in seconds.")] = None,
+    upstream_retries: Annotated[
+        int | None, typer.Option(help="Retries on upstream 429 and 5xx.")
+    ] = None,
+    log_level: Annotated[str | None, typer.Option(help="uvicorn's log level.")] = None,
+) -> None:
+    """Run the OpenAI-compatible proxy: point any client's base URL at it."""
+    database = db_path(ctx) if ctx.find_root().meta.get("db_given") else None
+    with user_errors():
+        serve_command(
+            config_file=config,
+            db_path=database,
+            host=host,
+            port=port,
+            upstream_url=upstream,
+            owner_keys=owner_key or (),
+            admin_keys=admin_key or (),
+            trusted=trusted,
+            default_owner=default_owner,
+            working_set=working_set,
+            budget=budget,
+            max_body_bytes=max_body_bytes,
+            timeout=timeout,
+            upstream_retries=upstream_retries,
+            log_level=log_level,
+        )
+
+
+def claims_promote(
+    ctx: typer.Context,
+    receipt_id: Annotated[str, typer.Argument(metavar="RECEIPT_ID", help="A paid turn's receipt.")],
+    owner: OwnerOption,
+    question: Annotated[
+        str | None, typer.Option(help="The question to store, if not the one asked.")
+    ] = None,
+    answer: Annotated[str | None, typer.Option(help="The answer to store, if tidied.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Who verified it.")] = None,
+    repository: Annotated[str | None, typer.Option(help="The repository it is about.")] = None,
+    revision: Annotated[str | None, typer.Option(help="The revision it holds at.")] = None,
+    profile: Annotated[str | None, typer.Option(help="The profile it was made with.")] = None,
+    expires_at: Annotated[
+        datetime | None, typer.Option(help="When it stops being served (ISO 8601).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Make a paid answer (by its receipt) a verified claim that later turns can hit."""
+
+    async def promote() -> Claim:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await promote_receipt(
+                store, owner, receipt_id, question=question, answer=answer, agent=agent,
+                repository=repository, revision=revision, profile=profile, expires_at=expires_at,
+            )  # fmt: skip
+
+    claim = run(promote())
+    if as_json:
+        print_json(claim.model_dump(mode="json"))
+    else:
+        typer.echo(f"promoted {receipt_id} to claim {claim.id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    claims_app.command("promote")(claims_promote)

@@ -1,0 +1,300 @@
+"""Charts and the results section, drawn from real ledgers written by quick replays.
+
+The replays and a 20-pair evaluation run once per module into a temporary folder, through the
+real gate and store; each test then states one fact about the charts, the report or the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import runpy
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from staffstore.charts import CHARTS, draw_charts
+from staffstore.cli import app
+from staffstore.errors import InputError
+from staffstore.replays import run_all
+from staffstore.replays.pairs import run_pairs
+from staffstore.report import END, START, read_ledgers, results_markdown, splice_results
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ROOT = Path(__file__).resolve().parent.parent
+
+PAIRS = [
+    ("What port does the api listen on?", "What port does the api listen on?", 1),
+    ("How do I rotate the staging password?", "How do I rotate the staging password?", 1),
+    ("Why is the nightly build slow?", "why is the nightly build so slow", 1),
+    ("Which alerts paged on-call most last month?", "Which alerts paged on-call the most?", 1),
+    ("What is the pool size on staging?", "What's the size of the pool on staging?", 1),
+    ("How do I restart the ingest worker?", "Best way to restart the ingest worker?", 1),
+    ("Where are the deploy logs kept?", "Where do we keep the deploy logs?", 1),
+    ("Who owns the billing service?", "Who is the owner of the billing service?", 1),
+    ("What does the retry policy of the mailer look like?", "How does the mailer retry?", 1),
+    ("How large is the cache on production?", "How large is the production cache?", 1),
+    ("What port does the api listen on?", "What port does the admin panel listen on?", 0),
+    ("How do I rotate the staging password?", "How do I rotate the production certificate?", 0),
+    ("Why is the nightly build slow?", "Why is the nightly build failing?", 0),
+    ("Who owns the billing service?", "Who owns the search service?", 0),
+    ("Where are the deploy logs kept?", "Where is the holiday calendar?", 0),
+    ("How do I restart the ingest worker?", "How do I scale the ingest worker?", 0),
+    ("What is the pool size on staging?", "What is the disk size on staging?", 0),
+    ("How large is the cache on production?", "What colour is the logo?", 0),
+    ("Flights from Paris to Rome", "Flights from Rome to Paris", 0),
+    ("Which team runs the on-call rota?", "When does the on-call rota change?", 0),
+]
+
+
+def write_pairs(path: Path) -> Path:
+    lines = [
+        json.dumps({"a": a, "b": b, "label": label, "source": "tiny", "id": str(number)})
+        for number, (a, b, label) in enumerate(PAIRS, start=1)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def ledgers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding every quick replay's ledger and one pairs ledger."""
+    folder = tmp_path_factory.mktemp("ledgers")
+    pairs = write_pairs(tmp_path_factory.mktemp("eval") / "tiny.jsonl")
+    asyncio.run(run_all(folder, quick=True))
+    asyncio.run(run_pairs(pairs, folder / "pairs-tiny-ledger.json"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def drawn(ledgers: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return draw_charts(ledgers, tmp_path_factory.mktemp("charts"))
+
+
+def load(folder: Path, name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((folder / f"{name}-ledger.json").read_text("utf-8"))
+    return data
+
+
+def assert_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert len(data) > 1000 and data.startswith(PNG_MAGIC), path
+
+
+def copy_ledgers(source: Path, target: Path, *names: str) -> Path:
+    target.mkdir()
+    for name in names:
+        shutil.copy(source / f"{name}-ledger.json", target)
+    return target
+
+
+# -- charts ------------------------------------------------------------------------------------
+
+
+def test_every_chart_is_drawn_as_a_valid_png(drawn: list[Path]) -> None:
+    assert [path.name for path in drawn] == list(CHARTS)
+    for path in drawn:
+        assert_png(path)
+
+
+def test_a_chart_whose_ledger_is_missing_is_skipped_with_a_note(
+    ledgers: Path, tmp_path: Path
+) -> None:
+    only_workday = copy_ledgers(ledgers, tmp_path / "ledgers", "workday")
+    notes: list[str] = []
+    written = draw_charts(only_workday, tmp_path / "charts", note=notes.append)
+    assert [path.name for path in written] == ["avoidance_vs_novel.png", "workday_windows.png"]
+    assert [text.split(":")[0] for text in notes] == [
+        "skipped hostile_mix.png",
+        "skipped pairs_recall_vs_false_hits.png",
+    ]
+
+
+def test_a_damaged_ledger_is_an_input_error_that_names_it(tmp_path: Path) -> None:
+    (tmp_path / "hostile-ledger.json").write_text('{"name": "hostile"}', encoding="utf-8")
+    with pytest.raises(InputError, match=r"hostile-ledger\.json is not a ledger"):
+        draw_charts(tmp_path, tmp_path / "charts")
+
+
+def test_no_ledgers_at_all_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no ledgers in"):
+        draw_charts(tmp_path, tmp_path / "charts")
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def test_report_rows_hold_the_replay_figures_of_the_ledgers(ledgers: Path) -> None:
+    text = results_markdown(read_ledgers(ledgers))
+    for name in ("single", "hostile"):
+        s = load(ledgers, name)["summary"]
+        row = (
+            f"| {name} (quick) | {s['turns']} | {s['hits']} | {s['avoidance']:.1%} | "
+            f"{s['gold_hit_recall']:.1%} | {s['false_hits']} | {s['stale_hits']} | "
+            f"{s['conflict_picks']} | {s['known_cost_usd']:.6f} |"
+        )
+        assert row in text
+    for s in load(ledgers, "workday")["summaries"]:
+        assert f"| workday, F={s['novel_fraction']:.0%} (quick) | {s['turns']} | " in text
+        assert f"| {s['avoidance']:.1%} | {s['gold_hit_recall']:.1%} |" in text
+
+
+def test_report_rows_hold_the_pairs_figures_of_the_ledger(ledgers: Path) -> None:
+    text = results_markdown(read_ledgers(ledgers))
+    ledger = load(ledgers, "pairs-tiny")
+    for mode in ("shared", "isolated"):
+        s = ledger["modes"][mode]["summary"]
+        row = (
+            f"| tiny.jsonl | {mode} | {s['queries']} | {s['recall']:.1%} | "
+            f"{s['correct_hits']}/{s['positives']} | {s['false_hits']} | "
+            f"{s['false_hit_rate']:.2%} | {s['identical_text_hits']} | "
+            f"{s['false_hits_strict']} | {s['false_hit_rate_strict']:.2%} |"
+        )
+        assert row in text
+
+
+def test_report_shows_the_hostile_mix_of_the_ledger(ledgers: Path) -> None:
+    text = results_markdown(read_ledgers(ledgers))
+    for name, mix in load(ledgers, "hostile")["categories"].items():
+        assert (
+            f"| {name.replace('_', ' ')} | {' or '.join(mix['gold'])} | {mix['turns']} | "
+            f"{mix['hits']} | {mix['misses']} | {mix['false_hits']} | {mix['stale_hits']} |"
+        ) in text
+
+
+def test_splicing_twice_gives_the_text_of_splicing_once() -> None:
+    once = splice_results("# staffstore\n\nIntro.\n", "## Results\n\nA\n")
+    assert once == f"# staffstore\n\nIntro.\n\n{START}\n## Results\n\nA\n{END}\n"
+    assert splice_results(once, "## Results\n\nA\n") == once
+
+
+def test_splicing_replaces_only_the_block() -> None:
+    text = f"before\n{START}\nold\n{END}\nafter\n"
+    assert splice_results(text, "new") == f"before\n{START}\nnew\n{END}\nafter\n"
+
+
+def test_markers_out_of_order_are_an_input_error() -> None:
+    with pytest.raises(InputError, match="markers are damaged"):
+        splice_results(f"{END}\n{START}\n", "new")
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return result
+
+
+def one_line_error(result: Result) -> str:
+    assert result.exit_code != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_cli_replay_single_prints_the_summary_it_writes(tmp_path: Path) -> None:
+    result = ok(invoke("replay", "single", "--quick", "--out", str(tmp_path)))
+    s = load(tmp_path, "single")["summary"]
+    header, row = result.stdout.splitlines()
+    assert header.split() == [
+        "NAME", "TURNS", "HITS", "AVOIDANCE", "GOLD_HIT_RECALL", "FALSE_HITS", "STALE_HITS",
+        "CONFLICT_PICKS", "KNOWN_COST_USD",
+    ]  # fmt: skip
+    assert row.split() == [
+        "single", "(quick)", str(s["turns"]), str(s["hits"]), f"{s['avoidance']:.1%}",
+        f"{s['gold_hit_recall']:.1%}", str(s["false_hits"]), str(s["stale_hits"]),
+        str(s["conflict_picks"]), f"{s['known_cost_usd']:.6f}",
+    ]  # fmt: skip
+
+
+def test_cli_replay_all_writes_a_pairs_ledger_for_each_pairs_file(tmp_path: Path) -> None:
+    (tmp_path / "eval").mkdir()
+    write_pairs(tmp_path / "eval" / "tiny.jsonl")
+    out = tmp_path / "ledgers"
+    args = ["replay", "all", "--quick", "--out", str(out), "--pairs-dir", str(tmp_path / "eval")]
+    result = ok(invoke(*args))
+    assert sorted(path.name for path in out.glob("*-ledger.json")) == [
+        "hostile-ledger.json", "pairs-tiny-ledger.json", "single-ledger.json",
+        "workday-ledger.json",
+    ]  # fmt: skip
+    assert [line.split()[0] for line in result.stdout.splitlines()] == [
+        "NAME", "single", "workday,", "hostile", "FILE", "tiny.jsonl", "tiny.jsonl",
+    ]  # fmt: skip
+
+
+def test_cli_replay_pairs_prints_recall_and_false_hits(tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path / "tiny.jsonl")
+    out = tmp_path / "tiny-ledger.json"
+    result = ok(invoke("replay", "pairs", str(pairs), "--isolated", "--out", str(out)))
+    s = json.loads(out.read_text("utf-8"))["modes"]["isolated"]["summary"]
+    assert list(json.loads(out.read_text("utf-8"))["modes"]) == ["isolated"]
+    row = result.stdout.splitlines()[1].split()
+    assert row[:4] == ["tiny.jsonl", "isolated", "20", f"{s['recall']:.1%}"]
+    assert row[5:] == [
+        str(s["false_hits"]), f"{s['false_hit_rate']:.2%}", str(s["identical_text_hits"]),
+        str(s["false_hits_strict"]), f"{s['false_hit_rate_strict']:.2%}",
+    ]  # fmt: skip
+
+
+def test_cli_replay_pairs_of_a_missing_file_is_one_line_error(tmp_path: Path) -> None:
+    assert "no pairs file" in one_line_error(invoke("replay", "pairs", str(tmp_path / "x.jsonl")))
+
+
+def test_cli_charts_prints_the_pngs_it_draws(ledgers: Path, tmp_path: Path) -> None:
+    result = ok(invoke("charts", "--ledgers", str(ledgers), "--out", str(tmp_path)))
+    assert result.stdout.splitlines() == [str(tmp_path / name) for name in CHARTS]
+    for name in CHARTS:
+        assert_png(tmp_path / name)
+
+
+def test_cli_charts_without_ledgers_is_one_line_error(tmp_path: Path) -> None:
+    line = one_line_error(invoke("charts", "--ledgers", str(tmp_path / "none")))
+    assert "no ledgers folder" in line
+
+
+def test_cli_report_fills_the_readme_once(ledgers: Path, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# staffstore\n", encoding="utf-8")
+    args = ["report", "--ledgers", str(ledgers), "--readme", str(readme)]
+    first = ok(invoke(*args, "--charts", str(tmp_path / "no-charts")))
+    text = readme.read_text("utf-8")
+    assert text == f"# staffstore\n\n{START}\n{first.stdout.strip()}\n{END}\n"
+    assert "updated" in first.stderr
+    second = ok(invoke(*args, "--charts", str(tmp_path / "no-charts")))
+    assert "unchanged" in second.stderr
+    assert readme.read_text("utf-8") == text
+
+
+def test_cli_report_links_the_charts_relative_to_the_readme(
+    ledgers: Path, drawn: list[Path], tmp_path: Path
+) -> None:
+    charts = tmp_path / "charts"
+    shutil.copytree(drawn[0].parent, charts)
+    readme = tmp_path / "README.md"
+    readme.write_text("", encoding="utf-8")
+    ok(
+        invoke(
+            "report", "--ledgers", str(ledgers), "--readme", str(readme), "--charts", str(charts)
+        )
+    )
+    text = readme.read_text("utf-8")
+    for name, title in CHARTS.items():
+        assert f"![{title}](charts/{name})" in text
+
+
+def test_render_script_draws_the_charts_of_the_ledgers_given(
+    ledgers: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = copy_ledgers(ledgers, tmp_path / "ledgers", "hostile")
+    script = runpy.run_path(str(ROOT / "charts" / "render.py"), run_name="render")
+    assert script["main"](["--ledgers", str(hostile), "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [str(tmp_path / "hostile_mix.png")]

@@ -1,0 +1,94 @@
+"""The proxy's single writer: concurrent turns land, bad records fail alone, and a caller that
+is cancelled still leaves its receipt."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from staffstore.models import NewClaim, Receipt, utcnow
+from staffstore.proxy_writer import Writer
+from staffstore.store import StaffStore, TurnRecord
+
+
+def _receipt(receipt_id: str) -> Receipt:
+    now = utcnow()
+    return Receipt(
+        id=receipt_id, owner="ann", outcome="hit", reason="exact", status="hit",
+        inference_avoided=True, inference_attempted=False, latency_ms=0.1,
+        started_at=now, finished_at=now,
+    )  # fmt: skip
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[StaffStore]:
+    async with StaffStore.open(tmp_path / "w.db") as opened:
+        yield opened
+
+
+async def test_many_concurrent_turns_all_land(store: StaffStore) -> None:
+    counted: list[str] = []
+    writer = Writer(store, on_commit=lambda record: counted.append(record.receipt.id))
+    writer.start()
+    session = await writer.run(lambda: store.ensure_session_id("ann", "s"))
+    await asyncio.gather(
+        *(
+            writer.record(TurnRecord(_receipt(f"r{i}"), session, [("user", f"q{i}")]))
+            for i in range(300)
+        )
+    )
+    await writer.close()
+    assert len(await store.list_receipts("ann", limit=1000)) == 300
+    assert len(await store.recent_messages(session, limit=1000)) == 300
+    assert sorted(counted) == sorted(f"r{i}" for i in range(300))
+
+
+async def test_a_bad_record_fails_alone(store: StaffStore) -> None:
+    writer = Writer(store)
+    writer.start()
+    await writer.record(TurnRecord(_receipt("taken")))
+    results = await asyncio.gather(
+        writer.record(TurnRecord(_receipt("first"))),
+        writer.record(TurnRecord(_receipt("taken"))),  # the same id again: refused
+        writer.record(TurnRecord(_receipt("last"))),
+        return_exceptions=True,
+    )
+    await writer.close()
+    assert results[0] is None and results[2] is None
+    assert isinstance(results[1], sqlite3.IntegrityError)
+    ids = {receipt.id for receipt in await store.list_receipts("ann")}
+    assert ids == {"taken", "first", "last"}
+
+
+async def test_a_cancelled_caller_still_gets_its_receipt(store: StaffStore) -> None:
+    writer = Writer(store)
+    writer.start()
+    waiting = asyncio.ensure_future(writer.record(TurnRecord(_receipt("kept"))))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    await writer.close()
+    assert (await store.get_receipt("ann", "kept")).id == "kept"
+
+
+async def test_other_work_runs_in_turn_and_returns_its_result(store: StaffStore) -> None:
+    writer = Writer(store)
+    writer.start()
+    claim = NewClaim(owner="ann", question="Is the writer serial?", answer="Yes.")
+    stored, _ = await asyncio.gather(
+        writer.run(lambda: store.ensure_claim(claim)),
+        writer.record(TurnRecord(_receipt("beside"))),
+    )
+    await writer.close()
+    assert stored.answer == "Yes."
+
+
+async def test_a_closed_writer_refuses_work(store: StaffStore) -> None:
+    writer = Writer(store)
+    writer.start()
+    await writer.close()
+    with pytest.raises(RuntimeError, match="not running"):
+        await writer.record(TurnRecord(_receipt("late")))
