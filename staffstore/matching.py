@@ -283,7 +283,17 @@ def _canonical(token: str, *, fold_verb: bool = True) -> str:
         return str(int(token))  # 0042 -> 42
     word = _stem(_SYNONYMS.get(token, token))
     word = _SYNONYMS.get(word, word)
-    return _lemma(word, verb=fold_verb)
+    word = _lemma(word, verb=fold_verb)
+    return _FOLDED_SYNONYMS.get(word, word)
+
+
+# The synonym table again, keyed and valued by folded forms, so every inflection of a listed
+# word finds its synonym: "retained" folds to "retain", which maps to "keep".
+_FOLDED_SYNONYMS = {
+    _lemma(_stem(key)): _lemma(_stem(value))
+    for key, value in _SYNONYMS.items()
+    if _lemma(_stem(key)) != _lemma(_stem(value))
+}
 
 
 def tokens(text: str) -> list[str]:

@@ -135,4 +135,26 @@ MIGRATIONS: list[list[str]] = [
         )
         """,
     ],
+    # 3: how often each content word occurs in an owner's questions, so the gate can look
+    # candidates up by their rarest words (a common word's FTS5 doclist is slow to read).
+    [
+        """
+        CREATE TABLE term_counts (
+            owner TEXT NOT NULL,
+            term TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (owner, term)
+        ) WITHOUT ROWID
+        """,
+        """
+        INSERT INTO term_counts (owner, term, n)
+        WITH RECURSIVE split (owner, term, rest) AS (
+            SELECT owner, '', search_key || ' ' FROM claims
+            UNION ALL
+            SELECT owner, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
+            FROM split WHERE rest <> ''
+        )
+        SELECT owner, term, count(*) FROM split WHERE term <> '' GROUP BY owner, term
+        """,
+    ],
 ]

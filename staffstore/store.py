@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -295,6 +296,12 @@ class StaffStore:
                 **claim.model_dump(), id=identity, status="live", created_at=_at(moment)
             )
         async with self._transaction():
+            terms = Counter((row[1], term) for row in rows for term in row[-1].split())
+            await self._db.executemany(
+                "INSERT INTO term_counts (owner, term, n) VALUES (?, ?, ?) "
+                "ON CONFLICT (owner, term) DO UPDATE SET n = n + excluded.n",
+                [(owner, term, n) for (owner, term), n in terms.items()],
+            )
             await self._db.executemany(
                 f"INSERT INTO claims ({_CLAIM_COLUMNS}, search_key) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?, ?, NULL, ?)",
@@ -399,13 +406,14 @@ class StaffStore:
         return [_row_to_claim(row) for row in rows]
 
     async def candidate_claims(
-        self, owner: str, key: str, words: Sequence[str], *, require_all: bool, limit: int = 16
+        self, owner: str, key: str, words: Sequence[str], *, require_all: bool, limit: int = 64
     ) -> list[Claim]:
         """Claims of any status whose question has the content `key` or shares `words`.
 
-        Questions whose key equals `key` exactly come first (an index lookup). Then FTS5:
-        with `require_all`, questions holding every word (fast, exact); otherwise questions
-        holding all words but one (for typos and near misses).
+        Questions whose key equals `key` exactly come first (an index lookup). Then FTS5, on
+        the rarest few of `words` (reading a common word's doclist is what makes a lookup
+        slow): with `require_all`, questions holding all of them; otherwise all but one, to
+        forgive a typo or find the nearest question for a miss's reason.
         """
         found: dict[str, Claim] = {}
         for row in await self._fetchall(
@@ -414,20 +422,18 @@ class StaffStore:
             (owner, key, limit),
         ):
             found[row[0]] = _row_to_claim(row)
-        if words and (require_all or len(words) > 1):
-            if require_all:
-                match = "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
+        rare = await self._rarest(owner, words, require_all=require_all)
+        if rare:
+            if require_all or len(rare) == 1:
+                match = "search_key : (" + " AND ".join(fts_phrase(w) for w in rare) + ")"
             else:
-                # Every word but one: enough to find a question with one slip or one changed
-                # word, without ranking every question that shares a single common word.
                 clauses = [
-                    "(" + " AND ".join(fts_phrase(w) for w in words if w != left_out) + ")"
-                    for left_out in words
+                    "(" + " AND ".join(fts_phrase(w) for w in rare if w != left_out) + ")"
+                    for left_out in rare
                 ]
                 match = "search_key : (" + " OR ".join(clauses) + ")"
-            # No ranking: the gate compares every candidate itself, and BM25 over every match
-            # of a common word is what makes a lookup slow. CROSS JOIN keeps FTS5 first in
-            # the plan; otherwise SQLite may walk the owner's claims and match each one.
+            # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+            # claims and match each one.
             for row in await self._fetchall(
                 f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
                 "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
@@ -436,6 +442,26 @@ class StaffStore:
             ):
                 found.setdefault(row[0], _row_to_claim(row))
         return list(found.values())
+
+    async def _rarest(
+        self, owner: str, words: Sequence[str], *, require_all: bool, keep: int = 3
+    ) -> list[str]:
+        """The `keep` rarest of `words` in the owner's questions; [] when one never occurs
+        and every word is required (then no question can hold them all)."""
+        unique = sorted(set(words))
+        if not unique:
+            return []
+        marks = ", ".join("?" for _ in unique)
+        counts = dict(
+            await self._fetchall(
+                f"SELECT term, n FROM term_counts WHERE owner = ? AND term IN ({marks})",
+                (owner, *unique),
+            )
+        )
+        if require_all and len(counts) < len(unique):
+            return []
+        known = [w for w in unique if w in counts]
+        return sorted(known, key=lambda w: (counts[w], w))[:keep]
 
     async def retract_claim(self, owner: str, claim_id: str) -> Claim:
         """Mark the owner's claim retracted: it stays on record but is never served again."""
