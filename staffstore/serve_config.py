@@ -39,9 +39,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import socket
-import threading
-import time
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -299,40 +296,14 @@ def serve_in_thread(
 
     Yields the base URL an OpenAI client takes (ending in /v1). For tests and benchmarks.
     """
-    import uvicorn  # the serve extra; only this helper and run_server need it
-
     from .proxy import create_app
+    from .threaded_server import serve_in_thread as run_in_thread
 
-    # IPPROTO_TCP named, not left 0: asyncio sets TCP_NODELAY only on sockets that say they
-    # are TCP, and without it Nagle and delayed ACKs add 40 ms to every keep-alive request.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config, transport=transport),
-            lifespan="on",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-        )
-    )
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="staffstore-proxy", daemon=True
-    )
-    thread.start()
-    try:
-        deadline = time.monotonic() + start_timeout
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the staffstore proxy did not start")
-            time.sleep(0.005)
+    app = create_app(config, transport=transport)
+    with run_in_thread(
+        app, name="staffstore-proxy", lifespan="on", start_timeout=start_timeout
+    ) as port:
         yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=start_timeout)
-        sock.close()
 
 
 def serve_command(**options: Any) -> None:

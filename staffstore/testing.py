@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -202,35 +200,16 @@ class FakeOpenRouter:
         The server runs in its own thread and event loop, so synchronous clients (such as
         the `openai` SDK) and async tests can both call it. Needs uvicorn (`staffstore[serve]`).
         """
-        import uvicorn  # only this mode needs it
+        from .threaded_server import serve_in_thread
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        config = uvicorn.Config(
+        with serve_in_thread(
             self._asgi,
-            interface="asgi3",
-            lifespan="off",
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="fake-openrouter", daemon=True
-        )
-        thread.start()
-        try:
-            deadline = time.monotonic() + _START_TIMEOUT
-            while not server.started:
-                if not thread.is_alive() or time.monotonic() > deadline:
-                    raise RuntimeError("the fake OpenRouter server did not start")
-                time.sleep(0.005)
+            name="fake-openrouter",
+            interface="asgi3",  # a bound method: uvicorn cannot tell its shape by itself
+            start_timeout=_START_TIMEOUT,
+            shutdown_timeout=1,
+        ) as port:
             yield f"http://127.0.0.1:{port}/api/v1"
-        finally:
-            server.should_exit = True
-            thread.join(timeout=_START_TIMEOUT)
-            sock.close()
 
     # The wire format.
 
