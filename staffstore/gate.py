@@ -148,18 +148,15 @@ async def query_first(store: StaffStore, turn: Turn) -> Decision:
     asked = normalize(turn.text)
     if not asked.content:
         return _miss("empty")
-    # Questions holding every word of the turn first: fast and usually enough. Only when
-    # none asks the same question do we widen to any shared word, to forgive typos and to
-    # find the nearest question for an honest miss reason.
-    candidates = await store.candidate_claims(
-        turn.owner, asked.key, asked.search_words, require_all=True
-    )
+    # Questions with the same content, or holding every word of the turn, first: fast and
+    # usually enough. Only when none asks the same question do we widen to questions with all
+    # but one of the rarest words, to forgive a typo and to find the nearest question for an
+    # honest miss reason.
+    rare, all_known = await store.rarest_words(turn.owner, asked.search_words)
+    candidates = await store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
     decision = decide(turn, candidates)
     if decision.reason not in _WIDEN_ON:
         return decision
     seen = {claim.id for claim in candidates}
-    wider = await store.candidate_claims(
-        turn.owner, asked.key, asked.search_words, require_all=False
-    )
-    extra = [claim for claim in wider if claim.id not in seen]
+    extra = [c for c in await store.near_claims(turn.owner, rare) if c.id not in seen]
     return decide(turn, candidates + extra) if extra else decision

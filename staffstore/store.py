@@ -71,6 +71,11 @@ def as_of(claim: Claim, epoch: float) -> Claim:
     return claim
 
 
+def _fts_all(words: Sequence[str]) -> str:
+    """A MATCH expression: every word, in the question's content column."""
+    return "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
+
+
 def fts_phrase(word: str) -> str:
     """Quote one word for MATCH, so operators in user text (OR, NOT, *, :) lose their power."""
     return '"' + word.replace('"', '""') + '"'
@@ -406,51 +411,58 @@ class StaffStore:
         return [_row_to_claim(row) for row in rows]
 
     async def candidate_claims(
-        self, owner: str, key: str, words: Sequence[str], *, require_all: bool, limit: int = 64
+        self, owner: str, key: str, rare: Sequence[str], *, limit: int = 64
     ) -> list[Claim]:
-        """Claims of any status whose question has the content `key` or shares `words`.
-
-        Questions whose key equals `key` exactly come first (an index lookup). Then FTS5, on
-        the rarest few of `words` (reading a common word's doclist is what makes a lookup
-        slow): with `require_all`, questions holding all of them; otherwise all but one, to
-        forgive a typo or find the nearest question for a miss's reason.
-        """
-        found: dict[str, Claim] = {}
-        for row in await self._fetchall(
+        """Claims of any status whose question has the content `key`, or holds every word of
+        `rare` (see rarest_words), in one round trip."""
+        sql = (
             f"SELECT {_QUALIFIED_CLAIM_COLUMNS} FROM claims c "
-            "WHERE c.owner = ? AND c.search_key = ? LIMIT ?",
-            (owner, key, limit),
-        ):
-            found[row[0]] = _row_to_claim(row)
-        rare = await self._rarest(owner, words, require_all=require_all)
+            "WHERE c.owner = ? AND c.search_key = ?"
+        )
+        params: list[Any] = [owner, key]
         if rare:
-            if require_all or len(rare) == 1:
-                match = "search_key : (" + " AND ".join(fts_phrase(w) for w in rare) + ")"
-            else:
-                clauses = [
-                    "(" + " AND ".join(fts_phrase(w) for w in rare if w != left_out) + ")"
-                    for left_out in rare
-                ]
-                match = "search_key : (" + " OR ".join(clauses) + ")"
             # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
             # claims and match each one.
-            for row in await self._fetchall(
-                f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+            # UNION ALL runs left to right: same-content questions come first, within LIMIT.
+            sql += (
+                f" UNION ALL SELECT {_QUALIFIED_CLAIM_COLUMNS} "
                 "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-                "WHERE claims_fts MATCH ? AND c.owner = ? LIMIT ?",
-                (match, owner, limit),
-            ):
-                found.setdefault(row[0], _row_to_claim(row))
-        return list(found.values())
+                "WHERE claims_fts MATCH ? AND c.owner = ?"
+            )
+            params += [_fts_all(rare), owner]
+        rows = await self._fetchall(sql + " LIMIT ?", [*params, limit])
+        unique = {row[0]: row for row in rows}  # a claim can come from both halves
+        return [_row_to_claim(row) for row in unique.values()]
 
-    async def _rarest(
-        self, owner: str, words: Sequence[str], *, require_all: bool, keep: int = 3
-    ) -> list[str]:
-        """The `keep` rarest of `words` in the owner's questions; [] when one never occurs
-        and every word is required (then no question can hold them all)."""
+    async def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
+        """Claims whose question holds all words of `rare` but one: a typo or one changed word."""
+        if not rare:
+            return []
+        if len(rare) == 1:
+            match = _fts_all(rare)
+        else:
+            clauses = [_fts_all([w for w in rare if w != left_out]) for left_out in rare]
+            match = " OR ".join(clauses)
+        rows = await self._fetchall(
+            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+            "WHERE claims_fts MATCH ? AND c.owner = ? LIMIT ?",
+            (match, owner, limit),
+        )
+        return [_row_to_claim(row) for row in rows]
+
+    async def rarest_words(
+        self, owner: str, words: Sequence[str], *, keep: int = 3
+    ) -> tuple[list[str], bool]:
+        """The `keep` rarest of `words` among the owner's questions, and whether every word
+        occurs in some question (when one never does, no question can hold them all).
+
+        Looking candidates up by their rarest words keeps FTS5 off the long doclists of
+        common words, which are what make a lookup slow.
+        """
         unique = sorted(set(words))
         if not unique:
-            return []
+            return [], True
         marks = ", ".join("?" for _ in unique)
         counts = dict(
             await self._fetchall(
@@ -458,10 +470,8 @@ class StaffStore:
                 (owner, *unique),
             )
         )
-        if require_all and len(counts) < len(unique):
-            return []
-        known = [w for w in unique if w in counts]
-        return sorted(known, key=lambda w: (counts[w], w))[:keep]
+        known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
+        return known, len(counts) == len(unique)
 
     async def retract_claim(self, owner: str, claim_id: str) -> Claim:
         """Mark the owner's claim retracted: it stays on record but is never served again."""
