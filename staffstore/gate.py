@@ -31,6 +31,9 @@ from .matching import REFERENTS, Comparison, Normalized, compare, is_specific, n
 from .models import Claim, Decision, Turn
 from .store import StaffStore, as_of
 
+#: Words in more of an owner's questions than this are left out of the widened lookup.
+NEAR_SEARCH_MAX_COUNT = 1_000
+
 #: No stored question is this long; a longer turn is a miss without a lookup.
 MAX_TURN_CHARS = 4_000
 
@@ -152,11 +155,15 @@ async def query_first(store: StaffStore, turn: Turn) -> Decision:
     # usually enough. Only when none asks the same question do we widen to questions with all
     # but one of the rarest words, to forgive a typo and to find the nearest question for an
     # honest miss reason.
-    rare, all_known = await store.rarest_words(turn.owner, asked.search_words)
+    rarest, all_known = await store.rarest_words(turn.owner, asked.search_words)
+    rare = [word for word, _count in rarest]
     candidates = await store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
     decision = decide(turn, candidates)
     if decision.reason not in _WIDEN_ON:
         return decision
     seen = {claim.id for claim in candidates}
-    extra = [c for c in await store.near_claims(turn.owner, rare) if c.id not in seen]
+    # Widening reads each word's doclist several times: a common word would make the slowest
+    # lookups slow, and it narrows nothing, so it is left out here.
+    near_words = [word for word, count in rarest if count <= NEAR_SEARCH_MAX_COUNT]
+    extra = [c for c in await store.near_claims(turn.owner, near_words) if c.id not in seen]
     return decide(turn, candidates + extra) if extra else decision

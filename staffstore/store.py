@@ -176,6 +176,10 @@ class StaffStore:
         await self._db.execute("PRAGMA journal_mode = WAL")
         await self._db.execute("PRAGMA synchronous = NORMAL")
         await self._db.execute("PRAGMA foreign_keys = ON")
+        # The gate reads index and claim pages at random: a larger page cache and memory-mapped
+        # reads keep its slowest lookups from waiting on read() calls.
+        await self._db.execute("PRAGMA cache_size = -65536")  # 64 MiB
+        await self._db.execute("PRAGMA mmap_size = 268435456")  # 256 MiB
         await self.migrate()
 
     async def migrate(self) -> int:
@@ -453,9 +457,9 @@ class StaffStore:
 
     async def rarest_words(
         self, owner: str, words: Sequence[str], *, keep: int = 3
-    ) -> tuple[list[str], bool]:
-        """The `keep` rarest of `words` among the owner's questions, and whether every word
-        occurs in some question (when one never does, no question can hold them all).
+    ) -> tuple[list[tuple[str, int]], bool]:
+        """The `keep` rarest of `words` among the owner's questions with their counts, and
+        whether every word occurs in some question (else no question can hold them all).
 
         Looking candidates up by their rarest words keeps FTS5 off the long doclists of
         common words, which are what make a lookup slow.
@@ -471,7 +475,7 @@ class StaffStore:
             )
         )
         known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
-        return known, len(counts) == len(unique)
+        return [(word, counts[word]) for word in known], len(counts) == len(unique)
 
     async def retract_claim(self, owner: str, claim_id: str) -> Claim:
         """Mark the owner's claim retracted: it stays on record but is never served again."""
