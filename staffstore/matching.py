@@ -54,6 +54,8 @@ _CONTRACTIONS = (
     (re.compile(r"'s\b"), ""),
 )
 
+_COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
+
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 _REWRITES = (
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), ""),  # 4,000 -> 4000
@@ -203,7 +205,7 @@ _SYNONYMS = {
     "tip": "advice", "suggestion": "advice", "recommendation": "advice",
     "earn": "make",
     "improve": "improve", "enhance": "improve",
-    "usa": "us", "america": "us",
+    "america": "usa",
     "uk": "britain", "england": "britain",
 }  # fmt: skip
 
@@ -298,7 +300,8 @@ _FOLDED_SYNONYMS = {
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens with contractions expanded and wrappers removed."""
-    text = unicodedata.normalize("NFKC", text).lower()
+    # "US" the country, before lower-casing makes it "us" the pronoun.
+    text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
     for pattern, replacement in (*_CONTRACTIONS, *_REWRITES):
         text = pattern.sub(replacement, text)

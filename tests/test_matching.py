@@ -1,0 +1,70 @@
+"""Question normalisation: each fact here was once a bug or a near miss."""
+
+from __future__ import annotations
+
+import pytest
+
+from staffstore.matching import compare, normalize
+
+
+def same(a: str, b: str) -> bool:
+    return compare(normalize(a), normalize(b)).same_question
+
+
+def test_words_ending_in_nt_are_not_negations() -> None:
+    assert "not" not in normalize("What did the agent tell the client?").content
+
+
+def test_real_contractions_are_negations() -> None:
+    assert "not" in normalize("Why doesn't the build reuse the cache?").content
+
+
+def test_us_the_country_is_content_and_us_the_pronoun_is_not() -> None:
+    assert "usa" in normalize("When was it first celebrated in the US?").content
+    assert "usa" not in normalize("Can you help us with the build?").content
+
+
+def test_does_is_a_function_word_not_a_stem() -> None:
+    assert normalize("Why does the build fail?").content == normalize("Why the build fail").content
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("Why is the 1st request slow?", "Why is the first request slow?"),
+        ("What caused the April 9th outage?", "What caused the April 9 outage?"),
+        (
+            "Can migrations 42 and 43 run in any order?",
+            "Can migrations 0042 and 0043 run in any order?",
+        ),
+        ("Why are the acme/cli tests failing?", "Why do the acme/cli tests fail?"),
+        (
+            "How long does a prod DB restore take?",
+            "How long does a production database restore take?",
+        ),
+        ("How come the nightly build times out?", "Why does the nightly build time out?"),
+    ],
+)
+def test_spelling_variants_ask_the_same_question(asked: str, stored: str) -> None:
+    assert same(asked, stored)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("What is a bearing?", "What is a bear?"),
+        ("What is independence?", "What is independent?"),
+        ("What does melanin do?", "What is melanin?"),
+        ("flights from Denver to Boston", "flights from Boston to Denver"),
+        ("A was president and B was secretary", "B was president and A was secretary"),
+        ("What is the purpose of life to an atheist?", "What is the purpose of life to a theist?"),
+    ],
+)
+def test_near_identical_questions_that_differ_in_meaning_are_not_the_same(
+    asked: str, stored: str
+) -> None:
+    assert not same(asked, stored)
+
+
+def test_a_moved_prepositional_phrase_is_the_same_question() -> None:
+    assert same("In CI, why does the Docker build fail?", "Why does the Docker build fail in CI?")
