@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -306,6 +307,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     repeat = _summary(ours_repeat)
     bare_summary = _summary(bare_times)
 
+    def _installed(name: str) -> bool:
+        return importlib.util.find_spec(name) is not None
+
     def rounded(values: dict[str, Any]) -> dict[str, Any]:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in values.items()}
 
@@ -315,7 +319,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "python": platform.python_version(),
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
-            "http": "uvicorn h11 (pure Python); httptools not installed",
+            "http": "uvicorn with httptools" if _installed("httptools") else "uvicorn with h11",
+            "event_loop": "uvloop" if _installed("uvloop") else "asyncio",
         },
         "workload": {
             "claims": CLAIMS,
