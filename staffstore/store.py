@@ -23,7 +23,7 @@ import aiosqlite
 
 from .errors import CorruptStoreError, NotFoundError, StoreError
 from .identity import bytes_hash, content_hash
-from .matching import normalize, tokens
+from .matching import STOPWORDS, normalize, tokens
 from .migrations import MIGRATIONS
 from .models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 
@@ -389,11 +389,27 @@ class StaffStore:
         if not words:
             return []
         match = " AND ".join("{question answer} : " + fts_phrase(w) for w in words)
+        return await self._fts_claims(match, owner, limit, ranked=True)
+
+    async def _fts_claims(
+        self,
+        match: str,
+        owner: str,
+        limit: int,
+        *,
+        ranked: bool,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[Claim]:
+        """The owner's claims that FTS5 `match`es, best first when `ranked`."""
+        # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+        # claims and match each one.
+        order = " ORDER BY claims_fts.rank" if ranked else ""
         rows = await self._fetchall(
             f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
             "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-            "WHERE claims_fts MATCH ? AND c.owner = ? ORDER BY claims_fts.rank LIMIT ?",
-            (match, owner, limit),
+            f"WHERE claims_fts MATCH ? AND c.owner = ?{where}{order} LIMIT ?",
+            (match, owner, *params, limit),
         )
         return [_row_to_claim(row) for row in rows]
 
@@ -401,18 +417,21 @@ class StaffStore:
         self, owner: str, text: str, *, limit: int = 5, now: datetime | None = None
     ) -> list[Claim]:
         """The owner's live, unexpired claims that share the most words with `text`."""
-        words = sorted({w for w in normalize(text).content if any(ch.isalnum() for ch in w)})
+        # The text's own words, not the gate's folded forms: FTS5 indexes the text as written.
+        words = sorted(
+            {w for w in tokens(text) if w not in STOPWORDS and any(ch.isalnum() for ch in w)}
+        )
         if not words or limit <= 0:
             return []
         match = "{question answer} : (" + " OR ".join(fts_phrase(w) for w in words) + ")"
-        rows = await self._fetchall(
-            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-            "WHERE claims_fts MATCH ? AND c.owner = ? AND c.status = 'live' "
-            "AND (c.expires_at IS NULL OR c.expires_at > ?) ORDER BY claims_fts.rank LIMIT ?",
-            (match, owner, _now(now), limit),
+        return await self._fts_claims(
+            match,
+            owner,
+            limit,
+            ranked=True,
+            where=" AND c.status = 'live' AND (c.expires_at IS NULL OR c.expires_at > ?)",
+            params=(_now(now),),
         )
-        return [_row_to_claim(row) for row in rows]
 
     async def candidate_claims(
         self, owner: str, key: str, rare: Sequence[str], *, limit: int = 64
@@ -447,13 +466,7 @@ class StaffStore:
         else:
             clauses = [_fts_all([w for w in rare if w != left_out]) for left_out in rare]
             match = " OR ".join(clauses)
-        rows = await self._fetchall(
-            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-            "WHERE claims_fts MATCH ? AND c.owner = ? LIMIT ?",
-            (match, owner, limit),
-        )
-        return [_row_to_claim(row) for row in rows]
+        return await self._fts_claims(match, owner, limit, ranked=False)
 
     async def rarest_words(
         self, owner: str, words: Sequence[str], *, keep: int = 3

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import ok, one_line_error
 from typer.testing import CliRunner, Result
 
 from staffstore.charts import CHARTS, draw_charts
@@ -186,19 +187,6 @@ def test_markers_out_of_order_are_an_input_error() -> None:
 
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, list(args))
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return result
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code != 0
-    assert "Traceback" not in result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def test_cli_replay_single_prints_the_summary_it_writes(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import typer
+from cli_helpers import ok, one_line_error
 from typer.testing import CliRunner, Result
 
 from staffstore.cli import app, main, register_extensions, user_errors
@@ -59,20 +60,6 @@ def fake() -> Iterator[tuple[FakeOpenRouter, str]]:
     upstream = FakeOpenRouter(api_key=KEY)
     with upstream.serve_in_thread() as base_url:
         yield upstream, base_url
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return result
-
-
-def one_line_error(result: Result) -> str:
-    """The single `error: ...` line a failed command prints, after checking it is the only one."""
-    assert result.exit_code != 0
-    assert "Traceback" not in result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def claims_file(path: Path, lines: list[str]) -> Path:
