@@ -105,6 +105,8 @@ class Ledgers:
     replays: dict[str, ReplayLedger] = field(default_factory=dict)
     pairs: list[PairsLedger] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: The benchmark ledgers (bench-store.json, bench-proxy.json) as written, when present.
+    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
@@ -136,6 +138,13 @@ def read_ledgers(folder: Path) -> Ledgers:
             found.missing.append(path.name)
     for path in sorted(folder.glob(PAIRS_GLOB)):
         found.pairs.append(read_ledger(path, PairsLedger))
+    for name in ("store", "proxy"):
+        path = folder / f"bench-{name}.json"
+        if path.exists():
+            try:
+                found.benchmarks[name] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise InputError(f"cannot read {path}: {error}") from None
     if not found.replays and not found.pairs:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
     return found
@@ -250,6 +259,66 @@ def _shown(path: Path, base: Path) -> str:
         return path.resolve().as_posix()
 
 
+def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
+    """The benchmark figures, as the benchmarks wrote them (`make bench` re-measures)."""
+    lines: list[str] = []
+    store = benchmarks.get("store")
+    if store is not None:
+        rows = [
+            [
+                f"{r['claims']:,}",
+                f"{r['import_seconds']:.2f} s",
+                f"{r['query_first_ms']['p50']:.2f} ms",
+                f"{r['query_first_ms']['p99']:.2f} ms",
+                f"{r['batch_jsonl']['queries_per_second']:,.0f}/s",
+            ]
+            for r in store.get("results", [])
+        ]
+        headers = ["claims", "import", "query_first p50", "query_first p99", "query --jsonl"]
+        lines += [
+            "Store and gate (`benchmarks/bench_store.py`, ledgers/bench-store.json):",
+            "",
+            *_table(headers, "rrrrr", rows),
+        ]
+    proxy = benchmarks.get("proxy")
+    if proxy is not None:
+        rows = [
+            [
+                "claim hit",
+                f"{proxy['hit_claim']['p50_ms']:.2f} ms",
+                f"{proxy['hit_claim']['p99_ms']:.2f} ms",
+            ],
+            [
+                "exact-repeat hit",
+                f"{proxy['hit_exact_repeat']['p50_ms']:.2f} ms",
+                f"{proxy['hit_exact_repeat']['p99_ms']:.2f} ms",
+            ],
+            [
+                "bare starlette app",
+                f"{proxy['bare_starlette']['p50_ms']:.2f} ms",
+                f"{proxy['bare_starlette']['p99_ms']:.2f} ms",
+            ],
+            [
+                "miss overhead (with lookup)",
+                f"{proxy['miss_with_lookup']['overhead_p50_ms']:.2f} ms",
+                "",
+            ],
+            [
+                "miss overhead (lookup skipped)",
+                f"{proxy['miss_forward_only']['overhead_p50_ms']:.2f} ms",
+                "",
+            ],
+        ]
+        if lines:
+            lines.append("")
+        lines += [
+            "Proxy (`benchmarks/bench_proxy.py`, ledgers/bench-proxy.json):",
+            "",
+            *_table(["request", "p50", "p99"], "lrr", rows),
+        ]
+    return lines
+
+
 def results_markdown(
     ledgers: Ledgers,
     *,
@@ -290,6 +359,12 @@ def results_markdown(
             "on another pair's `a` as false, including identical-text hits (the same words as "
             "the query).",
         ]
+    if ledgers.benchmarks:
+        try:
+            speed = _speed_lines(ledgers.benchmarks)
+        except (KeyError, TypeError, ValueError) as error:
+            raise InputError(f"a benchmark ledger lacks a figure: {error}") from None
+        lines += ["", "### Speed", "", *speed]
     if figures:
         lines += ["", "### Charts", ""]
         lines += [f"![{title}]({_shown(path, base)})" for title, path in figures]

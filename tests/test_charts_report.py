@@ -286,3 +286,29 @@ def test_render_script_draws_the_charts_of_the_ledgers_given(
     script = runpy.run_path(str(ROOT / "charts" / "render.py"), run_name="render")
     assert script["main"](["--ledgers", str(hostile), "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [str(tmp_path / "hostile_mix.png")]
+
+
+def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
+    folder = tmp_path / "bench-ledgers"
+    folder.mkdir()
+    (folder / "bench-store.json").write_text(
+        json.dumps(
+            {
+                "results": [
+                    {
+                        "claims": 100000,
+                        "import_seconds": 12.345,
+                        "query_first_ms": {"p50": 1.234, "p99": 4.321},
+                        "batch_jsonl": {"queries_per_second": 777.0},
+                    }
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    # read_ledgers wants at least one replay or pairs ledger beside the benchmarks
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    text = results_markdown(read_ledgers(folder))
+    assert "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 777/s |" in text
