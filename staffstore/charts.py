@@ -285,19 +285,26 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
 def _label_points(
     figure: Figure, axes: Axes, labels: dict[tuple[float, float, str], list[str]]
 ) -> None:
-    """Name each point to its right, moving a label up when it would cover the one below."""
+    """Name each point to its right, moving a label up while it would cover another label."""
     line = 8 * 1.5 * figure.dpi / 72  # one 8-point line, in pixels
-    placed: list[tuple[float, float]] = []  # (x, y) of each label, in pixels
+    char = 8 * 0.6 * figure.dpi / 72  # an average 8-point character, in pixels
+    placed: list[tuple[float, float, float]] = []  # (left, right, y) of each label, in pixels
     for (x, y, colour), (stem, *modes) in sorted(labels.items(), key=lambda item: item[0][1]):
+        text = f"{stem} · {', '.join(modes)}: recall {percent(y)}, false hits {percent(x, 2)}"
         px, py = axes.transData.transform((x, y))
+        left, right = px, px + 9 + len(text) * char
         ly = py
-        for other_x, other_y in placed:
-            if abs(other_x - px) < 160 and abs(other_y - ly) < line:
-                ly = other_y + line
-        placed.append((px, ly))
+        moved = True
+        while moved:
+            moved = False
+            for other_left, other_right, other_y in placed:
+                # (the 0.01 keeps a label placed exactly one line above from counting again)
+                if left < other_right and other_left < right and abs(other_y - ly) < line - 0.01:
+                    ly = other_y + line
+                    moved = True
+        placed.append((left, right, ly))
         axes.annotate(
-            f"{stem} · {', '.join(modes)}: recall {percent(y)}, false hits {percent(x, 2)}",
-            xy=(x, y), xytext=(9, (ly - py) * 72 / figure.dpi), textcoords="offset points",
+            text, xy=(x, y), xytext=(9, (ly - py) * 72 / figure.dpi), textcoords="offset points",
             fontsize=8, color=colour, va="center",
             bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
         )  # fmt: skip
