@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
 # Politeness and question wrappers, removed before tokenising; they never change what is asked.
@@ -221,11 +222,7 @@ _DATES = frozenset(
 
 
 def _stem(word: str) -> str:
-    """Fold plurals, and irregular forms through a table.
-
-    -ing and -ed are left alone on purpose: "bearing" is not "bear", "widowed" is not "widow",
-    and without a dictionary a stemmer cannot tell them apart.
-    """
+    """Fold plurals, and irregular forms through a table (-ing and -ed are _lemma's job)."""
     if word in _IRREGULAR:
         return _IRREGULAR[word]
     if len(word) <= 3 or not word.isalpha():
@@ -472,19 +469,15 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
         return Comparison(False, similarity, missing, extra, False)
     missing = claim.content_set - set(mapped)
     order_ok = same_order(mapped, claim.content)
-    same = not missing and order_ok and bool(claim.content) and _short_guard(turn, claim)
+    same = not missing and order_ok and bool(claim.content) and _short_guard(claim, similarity)
     return Comparison(same, similarity, frozenset(missing), frozenset(), order_ok)
 
 
-def _short_guard(turn: Normalized, claim: Normalized) -> bool:
+def _short_guard(claim: Normalized, similarity: float) -> bool:
     # With one or two content words, almost everything else is function words; require the
     # whole questions to be close too, so "python?" does not answer "what is python?".
-    if len(claim.content_set) > 2:
-        return True
-    return _similarity(turn, claim) >= 0.8
+    return len(claim.content_set) > 2 or similarity >= 0.8
 
 
 def _similarity(turn: Normalized, claim: Normalized) -> float:
-    from rapidfuzz import fuzz
-
     return round(fuzz.ratio(" ".join(turn.words), " ".join(claim.words)) / 100.0, 4)

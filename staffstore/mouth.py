@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import UpstreamError
 from .gate import query_first
-from .models import ChatReply, Decision, Message, Receipt, Turn, TurnResult, WorkingSet
+from .models import ChatReply, Message, Receipt, Turn, TurnResult
 from .store import StaffStore
 from .working_set import DEFAULT_BUDGET, build_working_set
 
@@ -128,4 +128,4 @@ async def _record(
     await store.add_receipt(receipt)
 
 
-__all__ = ["ChatFn", "Decision", "TurnFailed", "WorkingSet", "ensure_mouth"]
+__all__ = ["ChatFn", "TurnFailed", "ensure_mouth", "new_receipt_id"]
