@@ -94,6 +94,18 @@ def _freshness(claim: Claim, turn: Turn, now: datetime) -> str | None:
     return None
 
 
+def _naming_the_agent(asked: Normalized, text: str, claim: Claim) -> Normalized:
+    """The turn as it reads when "the Kernel agent" is called "Kernel", as its claim calls it.
+
+    People name the agent that made a finding either way; the word "agent" after the claim's
+    own agent name adds nothing. Any other "agent" stays a word of the question.
+    """
+    if not claim.agent or "agent" not in asked.content:
+        return asked
+    pattern = re.compile(rf"\b({re.escape(claim.agent)})\s+agent\b", re.IGNORECASE)
+    return normalize(pattern.sub(r"\1", text)) if pattern.search(text) else asked
+
+
 def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     """The gate's decision for a turn among candidate claims (all of one owner)."""
     now = turn.now or datetime.now(UTC)
@@ -102,7 +114,10 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
         return _miss("empty")
     if _FOLLOW_UP_OPENING.match(turn.text):
         return _miss("follow_up")
-    compared = [(claim, compare(asked, normalize(claim.question))) for claim in candidates]
+    compared = [
+        (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))
+        for claim in candidates
+    ]
     same = [(claim, c) for claim, c in compared if c.same_question]
     if not same:
         if not compared:

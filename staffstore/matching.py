@@ -23,6 +23,8 @@ from functools import lru_cache
 from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
+from .rephrasing import Side, is_rephrasing
+
 # Politeness and question wrappers, removed before tokenising; they never change what is asked.
 _WRAPPERS = re.compile(
     r"\b(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
@@ -68,9 +70,19 @@ _REWRITES = (
         ),
         r"\1\2 \3",
     ),
+    # "9 April" and "the 9th of April" are "April 9" ("may" is left alone: "5 may" is a verb).
+    (
+        re.compile(
+            r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?"
+            r"(jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)([a-z]*)\b"
+        ),
+        r"\2\3 \1",
+    ),
     (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th"),  # 9th, ninth -> 9th
     # 10mb -> 10 mb, 8s -> 8 s; ordinals are the rule above
     (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2"),
+    # "in-cluster lookups" are "lookups in the cluster": keep the preposition a word.
+    (re.compile(r"\bin-(?=[a-z])"), "in "),
     (re.compile(r"(?<=[a-z])-(?=[a-z])"), ""),  # sign-up -> signup, on-call -> oncall
     (re.compile(r"\bpull\s+requests?\b"), "pr"),
     (re.compile(r"\bon\s+call\b"), "oncall"),
@@ -84,20 +96,47 @@ _REWRITES = (
         ),
         "why",
     ),
+    # "what causes X to fail" and "what's causing X to fail" ask "why does X fail"
+    (
+        re.compile(
+            r"\bwhat(?:\s+is|\s+was)?\s+(?:causes|caused|causing|makes|made|making)\s+"
+            r"(.{1,80}?)\s+to\s+(?=\w)"
+        ),
+        r"why \1 ",
+    ),
     (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why"),
-    # "what causes X to fail" asks "why does X fail"
-    (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\s+(.{1,80}?)\s+to\s+(?=\w)"), r"why \1 "),
     (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\b"), "why"),
     (re.compile(r"\b(?:larger|bigger|greater|more|longer)\s+than\b"), "over"),
     (re.compile(r"\b(find|found|finding|figure|figured)\s+out\b"), r"\1"),
     (re.compile(r"\bgoing\s+to\b"), "will"),
+    # A duration reads the same with or without "for": "wait (for) over an hour".
+    (
+        re.compile(
+            r"\bfor\s+(?=(?:over|about|around|almost|nearly|under|up\s+to|at\s+least)?\s*"
+            r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
+            r"several|a\s+few|few)\s+(?:second|minute|hour|day|week|month|year)s?\b)"
+        ),
+        "",
+    ),
+    # "a day early" is "one day early": an article before a unit of time counts one of it.
+    (re.compile(r"\b(?:a|an)\s+(?=(?:second|minute|hour|day|week|month|year)\b)"), "1 "),
+    # "What rate limit does the API have?" asks for the API's rate limit.
+    (
+        re.compile(
+            r"\b(what|which|how\s+many|how\s+much)\s+([^?,;]{1,60}?)\s+(?:do|does|did)\s+"
+            r"([^?,;]{1,60}?)\s+have\s*(?=[?.!]*\s*$)"
+        ),
+        r"\1 \3 \2",
+    ),
     (re.compile(r"\bjust\b"), "only"),
 )
 
 # Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
 # questions are about, so they are tokens too. Scripts written without spaces (Chinese,
 # Japanese) become one token per run, which is strict but never confuses two questions.
-_TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*[+#]*|[^\w\s'\".,;:!?()\[\]{}\-/]")
+_TOKEN = re.compile(r"[^\W_]+(?:\.[^\W_]+)*[+#]*|[^\w\s'\".,;:!?()\[\]{}\-/]|[,;:()]")
+# Punctuation that ends a phrase: kept as a token only so normalize can see the boundary.
+_PHRASE_MARKS = frozenset(",;:()")
 
 # Function words, auxiliaries and the interchangeable question forms (what / which / how).
 # why / when / where / who ask something different and stay content words.
@@ -108,7 +147,7 @@ STOPWORDS = frozenset(
     will would
     is are am be been being was were do does did doing done has have had having
     what which how whats hows whatre
-    some any
+    some any either anything something
     we us our ours
     """.split()
 )
@@ -159,11 +198,15 @@ _IRREGULAR = {
     "lost": "lose", "left": "leave", "felt": "feel", "kept": "keep", "meant": "mean",
     "met": "meet", "led": "lead", "held": "hold", "told": "tell", "sold": "sell", "fell": "fall",
     "fallen": "fall", "grew": "grow", "grown": "grow", "drew": "draw", "drawn": "draw",
-    "threw": "throw", "thrown": "throw", "shown": "show", "hid": "hide", "hidden": "hide",
+    "threw": "throw", "thrown": "throw", "rebuilt": "rebuild", "rewrote": "rewrite",
+    "rewritten": "rewrite", "shown": "show", "hid": "hide", "hidden": "hide",
+}  # fmt: skip
+_IRREGULAR_VERBS = frozenset(_IRREGULAR)
+_IRREGULAR.update({
     "children": "child", "people": "person", "men": "man", "women": "woman", "mice": "mouse",
     "feet": "foot", "teeth": "tooth", "data": "data", "news": "news", "series": "series",
     "species": "species",
-}  # fmt: skip
+})  # fmt: skip
 
 # A small, general synonym table: each word maps to a canonical one. Kept to near-perfect
 # synonyms; a loose "synonym" is a false hit waiting to happen.
@@ -206,7 +249,7 @@ _SYNONYMS = {
     "tip": "advice", "suggestion": "advice", "recommendation": "advice",
     "earn": "make",
     "improve": "improve", "enhance": "improve",
-    "america": "usa",
+    "america": "usa", "asian": "asia", "european": "europe", "african": "africa",
     "uk": "britain", "england": "britain",
 }  # fmt: skip
 
@@ -245,6 +288,13 @@ def _stem(word: str) -> str:
 _ONE_AS_PRONOUN = frozenset(
     "the that this which other another each every any no first second third last next "
     "new old same right wrong".split()
+)
+_SECOND_UNIT = frozenset({"seconds", "sec", "secs", "s"})
+_COUNTS = frozenset({"a", "an", "per", "few", "several", "couple", *"0123456789", *_NUMBER_WORDS})
+# Stopwords that sit inside a phrase ("the", "some", "very"); every other stopword ends one.
+_WITHIN_PHRASE = frozenset(
+    "a an the so such very really actually yet currently also basically certain some any "
+    "either anything something our ours".split()
 )
 _DETERMINERS = frozenset("a an the my your his her its their this these those".split())
 # A sentence-final "do" is the main verb: "what does melanin do?" is not "what is melanin?".
@@ -295,15 +345,27 @@ _FOLDED_SYNONYMS = {
 }
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens with contractions expanded and wrappers removed."""
+# A leading "when/if ... ," clause asks what the same clause at the end asks:
+# "When shared/utils changes, which packages rebuild?" / "Which packages rebuild when ...?"
+_FRONTED_CLAUSE = re.compile(
+    r"^\W*((?:when|whenever|if|once|after|before|while|until|since)\b[^,?;]{1,80}?)\s*,\s*(.+)$"
+)
+
+
+def _tokens_and_marks(text: str) -> list[str]:
     # "US" the country, before lower-casing makes it "us" the pronoun.
     text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
     for pattern, replacement in (*_CONTRACTIONS, *_REWRITES):
         text = pattern.sub(replacement, text)
     text = _WRAPPERS.sub(" ", text)
+    text = _FRONTED_CLAUSE.sub(r"\2 \1", text)
     return _TOKEN.findall(text)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens with contractions expanded and wrappers removed."""
+    return [token for token in _tokens_and_marks(text) if token not in _PHRASE_MARKS]
 
 
 @dataclass(frozen=True)
@@ -312,6 +374,11 @@ class Normalized:
 
     words: tuple[str, ...]
     content: tuple[str, ...]
+    #: Content positions where a new phrase starts (after punctuation, an auxiliary, a
+    #: conjunction): a rephrasing moves whole phrases, never a piece across such a boundary.
+    breaks: frozenset[int] = frozenset()
+    #: Content positions written as verb forms ("kept", "rejected", "loading").
+    verbal: frozenset[int] = frozenset()
     content_set: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -337,34 +404,73 @@ class Normalized:
 @lru_cache(maxsize=65_536)
 def normalize(text: str) -> Normalized:
     """Reduce a question to canonical words and content words (cached: turns repeat)."""
-    raw = tokens(text)
+    raw = _tokens_and_marks(text)
     words: list[str] = []
     content: list[str] = []
+    breaks: set[int] = set()  # content positions that start a new phrase
+    verbal: set[int] = set()  # content positions written as a verb form ("died", "kept")
+    phrase_ended = False
+    plural: str | None = None  # the latest plural noun, which "ones" stands for
     last = len(raw) - 1
     for index, token in enumerate(raw):
         previous = raw[index - 1] if index else ""
         following = raw[index + 1] if index < last else ""
+        if token in _PHRASE_MARKS:
+            phrase_ended = True
+            continue
         if token == "that":
             # A sentence-final "that" ("why is that?") points back at earlier context;
             # elsewhere it only joins clauses.
             if index != last:
+                phrase_ended = True
                 continue
             word = "that"
         elif token == "one":
             word = "one" if previous in _ONE_AS_PRONOUN or index == last else "1"
-        elif token in _GET and (following.endswith("ed") or following in _IRREGULAR):
+        elif token in _GET and _is_participle(following):
             continue
+        elif token == "ever" and "not" in content[-4:]:
+            # "doesn't ever reuse" is "never reuses": one negation, where "ever" stood.
+            at = len(content) - 1 - content[::-1].index("not")
+            del content[at]
+            words.remove("not")
+            breaks = {i if i <= at else i - 1 for i in breaks}
+            verbal = {i if i < at else i - 1 for i in verbal if i != at}
+            word = "never"
+        elif token == "ever" and _is_participle(following):
+            continue  # "was it ever used" asks "was it used"; "the best CEO ever" keeps it
+        elif token in _SECOND_UNIT or (token == "second" and previous in _COUNTS):
+            word = "sec"  # "5 seconds", "a second": the unit, not the ordinal
+        elif token == "ones" and plural is not None:
+            word = plural  # "above active ones" is "above active products"
         elif token in STOPWORDS and not (token in _DO and index == last):
             words.append(token)
+            # An auxiliary, a conjunction or a question word separates phrases; an article
+            # or a filler does not.
+            phrase_ended = phrase_ended or token not in _WITHIN_PHRASE
             continue
         elif previous in _DETERMINERS:
             # After "a" or "the", an -ing word is a noun: "a bearing" is not "a bear".
             word = _canonical(token, fold_verb=False)
         else:
             word = _canonical(token)
+        if phrase_ended and content:
+            breaks.add(len(content))
+        phrase_ended = False
+        if _is_participle(token) or (token.endswith("ing") and previous not in _DETERMINERS):
+            verbal.add(len(content))
         words.append(word)
         content.append(word)
-    return Normalized(tuple(words), tuple(content))
+        if token.endswith("s") and token.isalpha() and _stem(token) != token:
+            plural = word
+    return Normalized(tuple(words), tuple(content), frozenset(breaks), frozenset(verbal))
+
+
+def _is_participle(token: str) -> bool:
+    """Written as a past participle: "kept", "rejected", "died" (not "need" or "speed")."""
+    if token in _IRREGULAR_VERBS:
+        return True
+    return token.endswith("ed") and len(token) >= 4 and not token.endswith("eed")
 
 
 def is_specific(word: str) -> bool:
@@ -396,7 +502,11 @@ MAX_TYPOS = 2
 
 
 def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
-    """Map each turn content word onto the claim's content, allowing typos; None if one fails."""
+    """Map each turn content word onto the claim's content, allowing typos.
+
+    A word with no close counterpart stays as it is (a rephrasing may add one, such as "of");
+    None when too many words differ or a slip could be either of two claim words.
+    """
     claim_set = set(claim)
     if len(set(turn) - claim_set) > MAX_TYPOS:
         return None  # cheap reject before any edit distances
@@ -406,9 +516,9 @@ def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
             mapped.append(word)
             continue
         close = [c for c in claim_set if _typo_close(word, c)]
-        if len(close) != 1:
+        if len(close) > 1:
             return None
-        mapped.append(close[0])
+        mapped.append(close[0] if close else word)
     return mapped
 
 
@@ -448,6 +558,10 @@ def same_order(turn: Sequence[str], claim: Sequence[str]) -> bool:
     return False
 
 
+# Words whose place decides what is asked: no rephrasing may move them.
+_FIXED = COMMON_CONTENT | PREPOSITIONS
+
+
 @dataclass(frozen=True)
 class Comparison:
     """How a turn relates to one stored question."""
@@ -468,9 +582,17 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
         extra = turn.content_set - claim.content_set
         return Comparison(False, similarity, missing, extra, False)
     missing = claim.content_set - set(mapped)
-    order_ok = same_order(mapped, claim.content)
-    same = not missing and order_ok and bool(claim.content) and _short_guard(claim, similarity)
-    return Comparison(same, similarity, frozenset(missing), frozenset(), order_ok)
+    extra = frozenset(mapped) - claim.content_set
+    order_ok = not missing and not extra and same_order(mapped, claim.content)
+    if not order_ok and is_rephrasing(
+        Side(mapped, turn.breaks, turn.verbal, turn.words),
+        Side(list(claim.content), claim.breaks, claim.verbal, claim.words),
+        _FIXED,
+    ):
+        # One of English's two ways of asking it: nothing is missing, nothing is extra.
+        order_ok, missing, extra = True, frozenset(), frozenset()
+    same = order_ok and bool(claim.content) and _short_guard(claim, similarity)
+    return Comparison(same, similarity, missing, extra, order_ok)
 
 
 def _short_guard(claim: Normalized, similarity: float) -> bool:

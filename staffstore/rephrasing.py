@@ -1,0 +1,224 @@
+"""Word orders that English uses to ask one question in two ways.
+
+matching.compare requires a turn's content words to come in the stored question's order. A few
+grammatical alternations move words without changing what is asked, and each leaves a mark that
+a mere word swap does not: a preposition or "by" that one side has and the other lacks, a
+passive auxiliary, a negation that stays one negation. Those are recognised here, one
+alternation per comparison (a negation that moved may come with one more):
+
+    of-phrase      "the size of the pool"            / "the pool size"
+                   "the LCP on the pricing page"      / "the pricing page's LCP"
+    passive        "why was the build rejected by Review" / "why did Review reject the build"
+    bare passive   "how long are logs kept"          / "how long do we keep logs"
+    negation       "why can engineers not reach X"   / "why can't engineers reach X"
+    version        "the iOS 5.2 build"               / "the 5.2 iOS build"
+
+Everything else stays a different question. PAWS-style swaps ("flights from A to B" / "from
+B to A") keep every word, so they can never look like an alternation that adds or drops one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Prepositions that attach a noun's modifier after it ("the size of X" is "X's size").
+OF_LIKE = frozenset({"of", "on", "in"})
+
+#: Longest block (in content words) an alternation may move: a short noun phrase.
+MAX_BLOCK = 4
+
+_BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "am"})
+_ARTICLES = frozenset({"the", "a", "an"})
+_NEGATIONS = frozenset({"not", "never"})
+
+
+@dataclass(frozen=True)
+class Side:
+    """One question of a comparison: its content words and where its phrases start."""
+
+    seq: list[str]
+    breaks: frozenset[int]  # positions in seq that start a new phrase
+    verbal: frozenset[int]  # positions in seq written as verb forms
+    words: Sequence[str]  # every word, function words too (the bare passive needs them)
+
+    def one_phrase(self, start: int, end: int) -> bool:
+        """True when seq[start:end] does not cross a phrase boundary."""
+        return not any(start < i < end for i in self.breaks)
+
+    def nominal(self, start: int, end: int, fixed: frozenset[str]) -> bool:
+        """True when seq[start:end] can be a short noun phrase that moves as one."""
+        block = self.seq[start:end]
+        return (
+            0 < len(block) <= MAX_BLOCK
+            and self.one_phrase(start, end)
+            and not any(w in fixed or w in _NEGATIONS for w in block)
+            and not any(start <= i < end for i in self.verbal)
+        )
+
+    def without(self, at: int) -> Side:
+        """This side with the word at `at` taken out; a phrase start there moves on."""
+        return Side(
+            self.seq[:at] + self.seq[at + 1 :],
+            frozenset(i if i <= at else i - 1 for i in self.breaks),
+            frozenset(i if i < at else i - 1 for i in self.verbal if i != at),
+            self.words,
+        )
+
+
+def is_rephrasing(turn: Side, claim: Side, fixed: frozenset[str]) -> bool:
+    """True when one alternation (and perhaps a moved negation) turns `turn` into `claim`.
+
+    `fixed` holds words no moved block may carry: prepositions, pronouns, modals and question
+    words, whose place decides what is asked.
+    """
+    if _one_alternation(turn, claim, fixed):
+        return True
+    moved = _without_moved_negation(turn, claim, fixed)
+    if moved is None:
+        return False
+    turn, claim = moved
+    return turn.seq == claim.seq or _one_alternation(turn, claim, fixed)
+
+
+def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
+    surplus = Counter(a.seq) - Counter(b.seq)
+    shortfall = Counter(b.seq) - Counter(a.seq)
+    if not surplus and not shortfall:
+        return _bare_passive(a, b, fixed) or _bare_passive(b, a, fixed) or _version_swap(a, b)
+    if shortfall and surplus:
+        return False
+    longer, shorter = (a, b) if surplus else (b, a)
+    (word, count), *others = (surplus or shortfall).items()
+    if others or count != 1:
+        return False
+    if word in OF_LIKE:
+        return _of_phrase(longer, shorter, word, fixed)
+    if word == "by":
+        return _passive(longer, shorter, fixed)
+    return False
+
+
+def _of_phrase(longer: Side, shorter: Side, preposition: str, fixed: frozenset[str]) -> bool:
+    """longer = L + X + [of] + Y + R and shorter = L + Y + X + R: "size of pool" / "pool size"."""
+    seq = longer.seq
+    for at, word in enumerate(seq):
+        if word != preposition or at in longer.breaks or at + 1 in longer.breaks:
+            continue
+        for start in range(max(0, at - MAX_BLOCK), at):
+            if not longer.nominal(start, at, fixed):
+                continue
+            for end in range(at + 2, min(len(seq), at + 1 + MAX_BLOCK) + 1):
+                if not longer.nominal(at + 1, end, fixed):
+                    continue
+                head, modifier = seq[start:at], seq[at + 1 : end]
+                if shorter.seq == seq[:start] + modifier + head + seq[end:] and (
+                    shorter.one_phrase(start, end - 1)
+                ):
+                    return True
+    return False
+
+
+def _passive(passive: Side, active: Side, fixed: frozenset[str]) -> bool:
+    """passive = L + B + V + [by] + A + R and active = L + A + V + B + R.
+
+    V is the verb, perhaps with a negation or adverb before it ("never reused"); A, the agent,
+    may carry a prepositional phrase of its own ("by the Docker build in CI").
+    """
+    seq = passive.seq
+    for at, word in enumerate(seq):
+        if word != "by":
+            continue
+        for verb_start in (at - 1, at - 2):
+            verb = seq[verb_start:at]
+            if verb_start < 1 or any(w in fixed for w in verb) or at - 1 not in passive.verbal:
+                continue
+            for start in range(max(0, verb_start - MAX_BLOCK), verb_start):
+                if not passive.nominal(start, verb_start, fixed):
+                    continue
+                for end in range(at + 2, min(len(seq), at + 2 + MAX_BLOCK) + 1):
+                    agent = seq[at + 1 : end]
+                    if any(w in _NEGATIONS or w == "by" for w in agent):
+                        continue
+                    if not passive.one_phrase(start, end):
+                        continue
+                    patient = seq[start:verb_start]
+                    if active.seq == seq[:start] + agent + verb + patient + seq[end:] and (
+                        active.one_phrase(start, end - 1)
+                    ):
+                        return True
+    return False
+
+
+def _bare_passive(passive: Side, active: Side, fixed: frozenset[str]) -> bool:
+    """ "how long are logs kept" / "how long do we keep logs": the verb moves past its object.
+
+    Only a participle, with the passive's auxiliary in place ("are ... kept"), which a plain
+    swap of two words does not have.
+    """
+    seq = passive.seq
+    for at, verb in enumerate(seq):
+        if at == 0 or at not in passive.verbal or verb in fixed or verb in _NEGATIONS:
+            continue
+        for start in range(max(0, at - MAX_BLOCK), at):
+            if not passive.nominal(start, at, fixed) or not passive.one_phrase(start, at + 1):
+                continue
+            if not _follows_be(passive.words, seq[start:at]):
+                continue
+            if active.seq == [*seq[:start], verb, *seq[start:at], *seq[at + 1 :]] and (
+                active.one_phrase(start, at + 1)
+            ):
+                return True
+    return False
+
+
+def _follows_be(words: Sequence[str], block: Sequence[str]) -> bool:
+    """True when `block` appears in `words` right after a form of "be" (articles skipped)."""
+    size = len(block)
+    for at in range(1, len(words) - size + 1):
+        if list(words[at : at + size]) != list(block):
+            continue
+        before = at - 1
+        while before > 0 and words[before] in _ARTICLES:
+            before -= 1
+        if words[before] in _BE:
+            return True
+    return False
+
+
+def _version_swap(a: Side, b: Side) -> bool:
+    """ "iOS 5.2 build" / "5.2 iOS build": a number trades places with the name beside it."""
+    differ = [i for i, (x, y) in enumerate(zip(a.seq, b.seq, strict=True)) if x != y]
+    if len(differ) != 2 or differ[1] != differ[0] + 1:
+        return False
+    i, j = differ
+    if (a.seq[i], a.seq[j]) != (b.seq[j], b.seq[i]) or j in a.breaks or j in b.breaks:
+        return False
+    has_digit = [any(ch.isdigit() for ch in w) for w in (a.seq[i], a.seq[j])]
+    return has_digit[0] != has_digit[1] and (a.seq[i].isalpha() or a.seq[j].isalpha())
+
+
+def _without_moved_negation(a: Side, b: Side, fixed: frozenset[str]) -> tuple[Side, Side] | None:
+    """Both sides without their one negation, when it only moved past a short subject.
+
+    "why can engineers not reach" / "why can't engineers reach": the negation crossed
+    "engineers". It may not cross a preposition or a phrase boundary ("not a doctor but a
+    lawyer" / "a doctor but not a lawyer").
+    """
+    for negation in _NEGATIONS:
+        if a.seq.count(negation) != 1 or b.seq.count(negation) != 1:
+            continue
+        i, j = a.seq.index(negation), b.seq.index(negation)
+        if i == j:
+            continue
+        rest_a, rest_b = a.without(i), b.without(j)
+        low, high = min(i, j), max(i, j)
+        crossed = rest_a.seq[low:high]
+        if (
+            0 < len(crossed) <= MAX_BLOCK
+            and not any(w in fixed for w in crossed)
+            and (rest_a.one_phrase(low, high) and "but" not in crossed)
+        ):
+            return rest_a, rest_b
+    return None
