@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 
 from .matching import REFERENTS, Comparison, Normalized, compare, is_specific, normalize
 from .models import Claim, Decision, Turn
-from .store import StaffStore, as_of
+from .store import StaffStore, SyncStore, as_of
 
 #: Words in more of an owner's questions than this are left out of the widened lookup.
 NEAR_SEARCH_MAX_COUNT = 1_000
@@ -159,20 +159,28 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
 
 async def query_first(store: StaffStore, turn: Turn) -> Decision:
     """Return the stored claim that answers this turn, or a miss with its reason."""
-    if not turn.text.strip():
-        return _miss("empty")
-    if len(turn.text) > MAX_TURN_CHARS:
-        return _miss("too_long")
+    refused = _unaskable(turn)
+    if refused is not None:
+        return refused
+    # The whole lookup runs on the store's thread: its queries and the decision between
+    # them cost one round trip, where a trip per query cost the event loop several.
+    return await store.run_sync(lambda sync: query_first_sync(sync, turn))
+
+
+def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
+    """query_first as one synchronous call, for work run inside StaffStore.run_sync (the
+    proxy looks up an exact repeat and the claims in the same round trip)."""
+    refused = _unaskable(turn)
+    if refused is not None:
+        return refused
     asked = normalize(turn.text)
-    if not asked.content:
-        return _miss("empty")
     # Questions with the same content, or holding every word of the turn, first: fast and
     # usually enough. Only when none asks the same question do we widen to questions with all
     # but one of the rarest words, to forgive a typo and to find the nearest question for an
     # honest miss reason.
-    rarest, all_known = await store.rarest_words(turn.owner, asked.search_words)
+    rarest, all_known = store.rarest_words(turn.owner, asked.search_words)
     rare = [word for word, _count in rarest]
-    candidates = await store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
+    candidates = store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
     decision = decide(turn, candidates)
     if decision.reason not in _WIDEN_ON:
         return decision
@@ -180,5 +188,16 @@ async def query_first(store: StaffStore, turn: Turn) -> Decision:
     # Widening reads each word's doclist several times: a common word would make the slowest
     # lookups slow, and it narrows nothing, so it is left out here.
     near_words = [word for word, count in rarest if count <= NEAR_SEARCH_MAX_COUNT]
-    extra = [c for c in await store.near_claims(turn.owner, near_words) if c.id not in seen]
+    extra = [c for c in store.near_claims(turn.owner, near_words) if c.id not in seen]
     return decide(turn, candidates + extra) if extra else decision
+
+
+def _unaskable(turn: Turn) -> Decision | None:
+    """The miss for a turn no claim can answer, found without a lookup; else None."""
+    if not turn.text.strip():
+        return _miss("empty")
+    if len(turn.text) > MAX_TURN_CHARS:
+        return _miss("too_long")
+    if not normalize(turn.text).content:  # cached: the lookup normalizes it again for free
+        return _miss("empty")
+    return None

@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .errors import InputError, NotFoundError, UpstreamError
-from .gate import query_first
+from .gate import query_first_sync
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
 from .models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from .mouth import new_receipt_id
@@ -54,7 +54,7 @@ from .proxy_wire import (
 )
 from .proxy_writer import Writer
 from .serve_config import ServeConfig, WorkingSetMode, hash_key
-from .store import KeptAnswer, StaffStore, TurnRecord
+from .store import KeptAnswer, StaffStore, SyncStore, TurnRecord
 from .upstream import OpenRouter
 from .working_set import DEFAULT_SYSTEM, build_working_set
 
@@ -303,14 +303,8 @@ class Proxy:
         """An exact repeat of a paid request first, then the owner's claims, else a miss."""
         if chat.controls.no_cache:
             return Decision(outcome="miss", reason="no_cache"), None
-        kept = await self.store.kept_answer(
-            owner, chat.controls.namespace, chat.request_hash, max_age=chat.controls.max_age
-        )
-        if kept is not None:
-            return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer), kept
-        if chat.claims_refused is not None or chat.turn is None:
-            return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None
-        return await query_first(self.store, Turn(owner=owner, text=chat.turn)), None
+        # Both lookups in one trip to the store's thread: this is on every request's path.
+        return await self.store.run_sync(lambda store: _answer_from_store(store, owner, chat))
 
     async def _serve_hit(
         self, turn: _Turn, chat: ChatRequest, decision: Decision, kept: KeptAnswer | None
@@ -576,6 +570,19 @@ def _too_large(limit: int) -> WireError:
 
 def _status_of(error: UpstreamError | None) -> ReceiptStatus:
     return cast(ReceiptStatus, error.status if error is not None else "error")
+
+
+def _answer_from_store(
+    store: SyncStore, owner: str, chat: ChatRequest
+) -> tuple[Decision, KeptAnswer | None]:
+    """_look_up's work, on the store's thread: a kept answer, else the gate's decision."""
+    controls = chat.controls
+    kept = store.kept_answer(owner, controls.namespace, chat.request_hash, max_age=controls.max_age)
+    if kept is not None:
+        return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer), kept
+    if chat.claims_refused is not None or chat.turn is None:
+        return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None
+    return query_first_sync(store, Turn(owner=owner, text=chat.turn)), None
 
 
 def _keepable(

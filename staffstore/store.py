@@ -12,12 +12,12 @@ import sqlite3
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -28,6 +28,8 @@ from .migrations import MIGRATIONS
 from .models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+T = TypeVar("T")
 
 # Fields that make up a claim's identity: the finding and where it came from. Status, expiry
 # and timestamps are lifecycle, not identity, so storing the same finding twice is a no-op.
@@ -117,6 +119,14 @@ def _row_to_receipt(row: Sequence[Any]) -> Receipt:
     return Receipt(**values)
 
 
+def _damaged(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    # A file with a valid header can still have damaged pages; say so plainly.
+    message = str(error)
+    if "malformed" in message or "not a database" in message:
+        return CorruptStoreError(f"{path} is damaged: {message}")
+    return StoreError(f"{path}: {message}")
+
+
 def _check_is_sqlite(path: Path) -> None:
     if not path.exists() or path.stat().st_size == 0:
         return
@@ -203,22 +213,30 @@ class StaffStore:
         await self._db.close()
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        # One trip to the database thread; execute, fetchall and close would be three.
         try:
-            async with self._db.execute(sql, params) as cursor:
-                return list(await cursor.fetchall())
+            return list(await self._db.execute_fetchall(sql, params))
         except sqlite3.DatabaseError as error:
-            raise self._damaged(error) from error
+            raise _damaged(self.path, error) from error
 
     async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
         rows = await self._fetchall(sql, params)
         return rows[0] if rows else None
 
-    def _damaged(self, error: sqlite3.DatabaseError) -> StoreError:
-        # A file with a valid header can still have damaged pages; say so plainly.
-        message = str(error)
-        if "malformed" in message or "not a database" in message:
-            return CorruptStoreError(f"{self.path} is damaged: {message}")
-        return StoreError(f"{self.path}: {message}")
+    async def run_sync(self, work: Callable[[SyncStore], T]) -> T:
+        """Run `work` on the store's database thread and return its result: however many
+        statements it runs, the caller waits for one round trip, not one per statement.
+
+        `work` must not wait on anything but the database: every other query waits for it.
+        """
+
+        def on_thread() -> T:
+            return work(SyncStore(self._db._conn, self.path))
+
+        # aiosqlite has no public call for this; _execute (untyped) queues a function for the
+        # thread that owns the connection, as each of aiosqlite's own methods does.
+        result: T = await self._db._execute(on_thread)  # type: ignore[no-untyped-call]
+        return result
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -402,16 +420,11 @@ class StaffStore:
         params: Sequence[Any] = (),
     ) -> list[Claim]:
         """The owner's claims that FTS5 `match`es, best first when `ranked`."""
-        # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
-        # claims and match each one.
-        order = " ORDER BY claims_fts.rank" if ranked else ""
-        rows = await self._fetchall(
-            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-            f"WHERE claims_fts MATCH ? AND c.owner = ?{where}{order} LIMIT ?",
-            (match, owner, *params, limit),
+        return await self.run_sync(
+            lambda sync: sync.fts_claims(
+                match, owner, limit, ranked=ranked, where=where, params=params
+            )
         )
-        return [_row_to_claim(row) for row in rows]
 
     async def related_claims(
         self, owner: str, text: str, *, limit: int = 5, now: datetime | None = None
@@ -432,63 +445,6 @@ class StaffStore:
             where=" AND c.status = 'live' AND (c.expires_at IS NULL OR c.expires_at > ?)",
             params=(_now(now),),
         )
-
-    async def candidate_claims(
-        self, owner: str, key: str, rare: Sequence[str], *, limit: int = 64
-    ) -> list[Claim]:
-        """Claims of any status whose question has the content `key`, or holds every word of
-        `rare` (see rarest_words), in one round trip."""
-        sql = (
-            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} FROM claims c "
-            "WHERE c.owner = ? AND c.search_key = ?"
-        )
-        params: list[Any] = [owner, key]
-        if rare:
-            # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
-            # claims and match each one.
-            # UNION ALL runs left to right: same-content questions come first, within LIMIT.
-            sql += (
-                f" UNION ALL SELECT {_QUALIFIED_CLAIM_COLUMNS} "
-                "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-                "WHERE claims_fts MATCH ? AND c.owner = ?"
-            )
-            params += [_fts_all(rare), owner]
-        rows = await self._fetchall(sql + " LIMIT ?", [*params, limit])
-        unique = {row[0]: row for row in rows}  # a claim can come from both halves
-        return [_row_to_claim(row) for row in unique.values()]
-
-    async def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
-        """Claims whose question holds all words of `rare` but one: a typo or one changed word."""
-        if not rare:
-            return []
-        if len(rare) == 1:
-            match = _fts_all(rare)
-        else:
-            clauses = [_fts_all([w for w in rare if w != left_out]) for left_out in rare]
-            match = " OR ".join(clauses)
-        return await self._fts_claims(match, owner, limit, ranked=False)
-
-    async def rarest_words(
-        self, owner: str, words: Sequence[str], *, keep: int = 3
-    ) -> tuple[list[tuple[str, int]], bool]:
-        """The `keep` rarest of `words` among the owner's questions with their counts, and
-        whether every word occurs in some question (else no question can hold them all).
-
-        Looking candidates up by their rarest words keeps FTS5 off the long doclists of
-        common words, which are what make a lookup slow.
-        """
-        unique = sorted(set(words))
-        if not unique:
-            return [], True
-        marks = ", ".join("?" for _ in unique)
-        counts = dict(
-            await self._fetchall(
-                f"SELECT term, n FROM term_counts WHERE owner = ? AND term IN ({marks})",
-                (owner, *unique),
-            )
-        )
-        known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
-        return [(word, counts[word]) for word in known], len(counts) == len(unique)
 
     async def retract_claim(self, owner: str, claim_id: str) -> Claim:
         """Mark the owner's claim retracted: it stays on record but is never served again."""
@@ -593,21 +549,133 @@ class StaffStore:
         )  # fmt: skip
         return Ledger(**dict(zip(names, row, strict=True)))
 
-    # -- kept answers (the HTTP proxy's exact repeats) ----------------------------------------
-    # Added for proxy.py: an answer the proxy paid for, addressed by a hash of the request, so
-    # the very same request from the same owner is served again without a model call.
+    # -- the HTTP proxy's turns (see SyncStore for their kept answers) ------------------------
 
     async def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """ensure_session in one statement, for the proxy's hot path: create-or-get the id."""
+        return await self.run_sync(lambda sync: sync.ensure_session_id(owner, name, now=now))
+
+    async def record_turns(
+        self, records: Sequence[TurnRecord], *, now: datetime | None = None
+    ) -> list[str | None]:
+        """Write many turns (receipts, session messages, kept answers) in one transaction,
+        committed before this returns; see SyncStore.record_turns."""
+        return await self.run_sync(lambda sync: sync.record_turns(records, now=now))
+
+
+class SyncStore:
+    """The store's hot-path queries as plain calls on its SQLite connection.
+
+    Only for work that StaffStore.run_sync runs on the store's database thread: there a
+    lookup of several queries, or a whole transaction, costs the event loop one round trip.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._connection = connection
+        self.path = path
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._connection.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as error:
+            raise _damaged(self.path, error) from error
+
+    # -- the gate's lookups --------------------------------------------------------------------
+
+    def fts_claims(
+        self,
+        match: str,
+        owner: str,
+        limit: int,
+        *,
+        ranked: bool,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[Claim]:
+        """The owner's claims that FTS5 `match`es, best first when `ranked`."""
+        # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+        # claims and match each one.
+        order = " ORDER BY claims_fts.rank" if ranked else ""
+        rows = self.fetchall(
+            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+            f"WHERE claims_fts MATCH ? AND c.owner = ?{where}{order} LIMIT ?",
+            (match, owner, *params, limit),
+        )
+        return [_row_to_claim(row) for row in rows]
+
+    def candidate_claims(
+        self, owner: str, key: str, rare: Sequence[str], *, limit: int = 64
+    ) -> list[Claim]:
+        """Claims of any status whose question has the content `key`, or holds every word of
+        `rare` (see rarest_words), in one query."""
+        sql = (
+            f"SELECT {_QUALIFIED_CLAIM_COLUMNS} FROM claims c "
+            "WHERE c.owner = ? AND c.search_key = ?"
+        )
+        params: list[Any] = [owner, key]
+        if rare:
+            # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+            # claims and match each one.
+            # UNION ALL runs left to right: same-content questions come first, within LIMIT.
+            sql += (
+                f" UNION ALL SELECT {_QUALIFIED_CLAIM_COLUMNS} "
+                "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+                "WHERE claims_fts MATCH ? AND c.owner = ?"
+            )
+            params += [_fts_all(rare), owner]
+        rows = self.fetchall(sql + " LIMIT ?", [*params, limit])
+        unique = {row[0]: row for row in rows}  # a claim can come from both halves
+        return [_row_to_claim(row) for row in unique.values()]
+
+    def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
+        """Claims whose question holds all words of `rare` but one: a typo or one changed word."""
+        if not rare:
+            return []
+        if len(rare) == 1:
+            match = _fts_all(rare)
+        else:
+            clauses = [_fts_all([w for w in rare if w != left_out]) for left_out in rare]
+            match = " OR ".join(clauses)
+        return self.fts_claims(match, owner, limit, ranked=False)
+
+    def rarest_words(
+        self, owner: str, words: Sequence[str], *, keep: int = 3
+    ) -> tuple[list[tuple[str, int]], bool]:
+        """The `keep` rarest of `words` among the owner's questions with their counts, and
+        whether every word occurs in some question (else no question can hold them all).
+
+        Looking candidates up by their rarest words keeps FTS5 off the long doclists of
+        common words, which are what make a lookup slow.
+        """
+        unique = sorted(set(words))
+        if not unique:
+            return [], True
+        marks = ", ".join("?" for _ in unique)
+        counts = dict(
+            self.fetchall(
+                f"SELECT term, n FROM term_counts WHERE owner = ? AND term IN ({marks})",
+                (owner, *unique),
+            )
+        )
+        known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
+        return [(word, counts[word]) for word in known], len(counts) == len(unique)
+
+    # -- the HTTP proxy's turns and kept answers -----------------------------------------------
+    # A kept answer is one the proxy paid for, addressed by a hash of the request, so the very
+    # same request from the same owner is served again without a model call.
+
+    def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
+        """Create-or-get the id of the owner's session called `name`, in one statement."""
         # An upsert that changes nothing, so that RETURNING yields the row on a conflict too.
-        rows = await self._db.execute_fetchall(
+        rows = self._connection.execute(
             "INSERT INTO sessions (id, owner, name, created_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (owner, name) DO UPDATE SET name = excluded.name RETURNING id",
             (uuid.uuid4().hex, owner, name, _now(now)),
-        )
-        return str(next(iter(rows))[0])
+        ).fetchall()
+        return str(rows[0][0])
 
-    async def kept_answer(
+    def kept_answer(
         self,
         owner: str,
         namespace: str,
@@ -619,8 +687,7 @@ class StaffStore:
         """The owner's unexpired kept answer to this request, no older than `max_age` seconds."""
         moment = _now(now)
         oldest = moment - max_age if max_age is not None else None
-        # One round trip to the database thread, not three: this is on every request's path.
-        rows = await self._db.execute_fetchall(
+        rows = self.fetchall(
             "SELECT receipt_id, model, answer, created_at, expires_at FROM kept_answers "
             "WHERE owner = ? AND namespace = ? AND request_hash = ? "
             "AND (expires_at IS NULL OR expires_at > ?) AND (? IS NULL OR created_at >= ?)",
@@ -634,7 +701,12 @@ class StaffStore:
             )  # fmt: skip
         return None
 
-    async def record_turns(
+    def _session_of(self, record: TurnRecord, now: datetime | None) -> str | None:
+        if record.session_id is None and record.session_name is not None:
+            return self.ensure_session_id(record.receipt.owner, record.session_name, now=now)
+        return record.session_id
+
+    def record_turns(
         self, records: Sequence[TurnRecord], *, now: datetime | None = None
     ) -> list[str | None]:
         """Write many turns (receipts, session messages, kept answers) in one transaction.
@@ -647,16 +719,9 @@ class StaffStore:
         """
         moment = _now(now)
         kept = [record.kept for record in records if record.kept is not None]
-        await self._db.execute("BEGIN IMMEDIATE")
+        self._connection.execute("BEGIN IMMEDIATE")
         try:
-            session_ids: list[str | None] = []
-            for record in records:
-                session_id = record.session_id
-                if session_id is None and record.session_name is not None:
-                    session_id = await self.ensure_session_id(
-                        record.receipt.owner, record.session_name, now=now
-                    )
-                session_ids.append(session_id)
+            session_ids = [self._session_of(record, now) for record in records]
             messages = [
                 (session_id, role, content, moment)
                 for record, session_id in zip(records, session_ids, strict=True)
@@ -664,13 +729,13 @@ class StaffStore:
                 for role, content in record.messages
             ]
             if messages:
-                await self._db.executemany(
+                self._connection.executemany(
                     "INSERT INTO messages (session_id, role, content, created_at) "
                     "VALUES (?, ?, ?, ?)",
                     messages,
                 )
             if kept:
-                await self._db.executemany(
+                self._connection.executemany(
                     "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, "
                     "receipt_id, model, answer, created_at, expires_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -678,16 +743,16 @@ class StaffStore:
                       k.created_at.timestamp(), _epoch(k.expires_at)) for k in kept],
                 )  # fmt: skip
             placeholders = ", ".join("?" for _ in _RECEIPT_COLUMNS)
-            await self._db.executemany(
+            self._connection.executemany(
                 f"INSERT INTO receipts ({', '.join(_RECEIPT_COLUMNS)}) VALUES ({placeholders})",
                 [
                     _receipt_row(record.receipt.model_copy(update={"session_id": session_id}))
                     for record, session_id in zip(records, session_ids, strict=True)
                 ],
             )
-            await self._db.execute("COMMIT")
+            self._connection.execute("COMMIT")
         except BaseException:
-            await self._db.execute("ROLLBACK")
+            self._connection.execute("ROLLBACK")
             raise
         return session_ids
 
