@@ -4,7 +4,9 @@ A question is reduced to its *content*: lower-cased tokens with contractions exp
 stemming, a small synonym table, and function words, question-form words and politeness removed.
 Two questions are the same question only when their content is the same set of words (small typos
 forgiven) *and* those words come in the same order, or in an order that moves one whole phrase
-("what did Kernel find about X" / "about X, what did Kernel find"). Everything else is a miss.
+("what did Kernel find about X" / "about X, what did Kernel find"), or in the other order of one
+of English's alternations that rephrasing.py knows ("the size of the pool" / "the pool size",
+active / passive, a moved negation). Everything else is a miss.
 
 The rule is deliberately strict. Equal content catches word order, synonyms, question forms,
 casing, punctuation and typos; a different number, version, name, platform, date or a negation
@@ -291,6 +293,9 @@ _ONE_AS_PRONOUN = frozenset(
 )
 _SECOND_UNIT = frozenset({"seconds", "sec", "secs", "s"})
 _COUNTS = frozenset({"a", "an", "per", "few", "several", "couple", *"0123456789", *_NUMBER_WORDS})
+_AUXILIARIES = frozenset(
+    "will would is are am be been being was were do does did has have had".split()
+)
 # Stopwords that sit inside a phrase ("the", "some", "very"); every other stopword ends one.
 _WITHIN_PHRASE = frozenset(
     "a an the so such very really actually yet currently also basically certain some any "
@@ -443,7 +448,7 @@ def normalize(text: str) -> Normalized:
             word = "sec"  # "5 seconds", "a second": the unit, not the ordinal
         elif token == "ones" and plural is not None:
             word = plural  # "above active ones" is "above active products"
-        elif token in STOPWORDS and not (token in _DO and index == last):
+        elif _is_function_word(token, index, raw):
             words.append(token)
             # An auxiliary, a conjunction or a question word separates phrases; an article
             # or a filler does not.
@@ -464,6 +469,16 @@ def normalize(text: str) -> Normalized:
         if token.endswith("s") and token.isalpha() and _stem(token) != token:
             plural = word
     return Normalized(tuple(words), tuple(content), frozenset(breaks), frozenset(verbal))
+
+
+def _is_function_word(token: str, index: int, raw: Sequence[str]) -> bool:
+    if token not in STOPWORDS:
+        return False
+    if token in _DO and index == len(raw) - 1:
+        return False  # a sentence-final "do" is the main verb
+    # After "between" an auxiliary is a word being asked about: "the difference between
+    # 'would have been' and 'will have been'" is not "between 'had been' and 'has been'".
+    return not (token in _AUXILIARIES and "between" in raw[:index])
 
 
 def _is_participle(token: str) -> bool:

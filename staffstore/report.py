@@ -84,6 +84,7 @@ class PairsSummary(BaseModel):
     false_hits: int
     false_hit_rate: float
     identical_text_hits: int
+    labelled_paraphrase_hits: int = 0  # ledgers written before the column existed
     false_hits_strict: int
     false_hit_rate_strict: float
 
@@ -202,6 +203,7 @@ PAIRS_COLUMNS = (
     ("file", "file"), ("mode", "mode"), ("queries", "queries"), ("recall", "recall"),
     ("correct hits/positives", "correct_hits"), ("false hits", "false_hits"),
     ("false-hit rate", "false_hit_rate"), ("identical-text hits", "identical_text_hits"),
+    ("labelled-paraphrase hits", "labelled_paraphrase_hits"),
     ("false hits (strict)", "false_hits_strict"),
     ("false-hit rate (strict)", "false_hit_rate_strict"),
 )  # fmt: skip
@@ -223,7 +225,7 @@ def pairs_row(ledger: PairsLedger, mode: str) -> list[str]:
     return [
         ledger.file, mode, str(s.queries), percent(s.recall), f"{s.correct_hits}/{s.positives}",
         str(s.false_hits), rate(s.false_hit_rate), str(s.identical_text_hits),
-        str(s.false_hits_strict), rate(s.false_hit_rate_strict),
+        str(s.labelled_paraphrase_hits), str(s.false_hits_strict), rate(s.false_hit_rate_strict),
     ]  # fmt: skip
 
 

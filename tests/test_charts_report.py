@@ -152,7 +152,8 @@ def test_report_rows_hold_the_pairs_figures_of_the_ledger(ledgers: Path) -> None
             f"| tiny.jsonl | {mode} | {s['queries']} | {s['recall']:.1%} | "
             f"{s['correct_hits']}/{s['positives']} | {s['false_hits']} | "
             f"{s['false_hit_rate']:.2%} | {s['identical_text_hits']} | "
-            f"{s['false_hits_strict']} | {s['false_hit_rate_strict']:.2%} |"
+            f"{s['labelled_paraphrase_hits']} | {s['false_hits_strict']} | "
+            f"{s['false_hit_rate_strict']:.2%} |"
         )
         assert row in text
 
@@ -229,7 +230,8 @@ def test_cli_replay_pairs_prints_recall_and_false_hits(tmp_path: Path) -> None:
     assert row[:4] == ["tiny.jsonl", "isolated", "20", f"{s['recall']:.1%}"]
     assert row[5:] == [
         str(s["false_hits"]), f"{s['false_hit_rate']:.2%}", str(s["identical_text_hits"]),
-        str(s["false_hits_strict"]), f"{s['false_hit_rate_strict']:.2%}",
+        str(s["labelled_paraphrase_hits"]), str(s["false_hits_strict"]),
+        f"{s['false_hit_rate_strict']:.2%}",
     ]  # fmt: skip
 
 

@@ -94,6 +94,11 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
         # "for" and "at" are not "of": a magazine for X is not always X's magazine
         ("What is the best magazine for kids?", "What is the best kids magazine?"),
         ("Why does the app crash at launch?", "Why does the app crash on launch?"),
+        # after "between", auxiliaries are the words asked about
+        (
+            "What is the difference between would have been and will have been?",
+            "What is the difference between 'had been', 'has been' and 'have been'?",
+        ),
         # a number that moved away from its name is another requirement
         ("Is Python 3 faster than 2 Python?", "Is 3 Python faster than Python 2?"),
     ],

@@ -8,10 +8,13 @@ its own `a` is returned; any other hit is a false hit. Two modes:
   "same question?" decision).
 
 Some data sets repeat questions: a `b` can be, letter for letter, another pair's `a`. Returning
-that stored question is what any cache must do, yet the strict rule above counts it false. Both
-counts are reported: `false_hits_strict` by the rule, and `false_hits` without those
-identical-text hits (`identical_text_hits`: the same words in the same order, differing only
-in case, spacing or punctuation), so a reader can see exactly what each number holds.
+that stored question is what any cache must do, yet the strict rule above counts it false. And a
+`b` can be served another pair's `a` that the file itself labels its paraphrase (a label-1 pair
+elsewhere holds the two). Both kinds are reported apart: `false_hits_strict` counts every hit
+the rule calls false; `false_hits` leaves out the identical-text hits (`identical_text_hits`:
+the same words in the same order, differing only in case, spacing or punctuation) and the
+labelled-paraphrase hits (`labelled_paraphrase_hits`), so a reader can see exactly what each
+number holds.
 """
 
 from __future__ import annotations
@@ -103,7 +106,7 @@ def _tally(rows: list[dict[str, Any]]) -> dict[str, Any]:
     positives = sum(1 for row in rows if row["label"] == 1)
     negatives = queries - positives
     counts = Counter(row["verdict"] for row in rows)
-    strict = counts["false_hit"] + counts["identical_text_hit"]
+    strict = counts["false_hit"] + counts["identical_text_hit"] + counts["labelled_paraphrase_hit"]
     false_on_negatives = sum(
         1 for row in rows if row["label"] == 0 and row["verdict"] == "false_hit"
     )
@@ -119,6 +122,7 @@ def _tally(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "false_hits_on_negatives": false_on_negatives,
         "false_hit_rate_on_negatives": false_on_negatives / negatives if negatives else 0.0,
         "identical_text_hits": counts["identical_text_hit"],
+        "labelled_paraphrase_hits": counts["labelled_paraphrase_hit"],
         "false_hits_strict": strict,
         "false_hit_rate_strict": strict / queries if queries else 0.0,
     }
@@ -127,6 +131,7 @@ def _tally(rows: list[dict[str, Any]]) -> dict[str, Any]:
 async def evaluate_pairs(path: Path, *, isolated: bool = False) -> dict[str, Any]:
     """Run the pair evaluation on one file in one mode; return the ledger (rows and summary)."""
     pairs = read_pairs(path)
+    paraphrases = {frozenset((pair.a, pair.b)) for pair in pairs if pair.label == 1}
     with tempfile.TemporaryDirectory(prefix="staffstore-pairs-") as scratch:
         async with StaffStore.open(Path(scratch) / "pairs.db") as store:
             await _load(store, pairs, isolated)
@@ -142,6 +147,8 @@ async def evaluate_pairs(path: Path, *, isolated: bool = False) -> dict[str, Any
                         verdict = "correct_hit"
                     elif _same_text(served, pair.b):
                         verdict = "identical_text_hit"
+                    elif frozenset((served, pair.b)) in paraphrases:
+                        verdict = "labelled_paraphrase_hit"
                     else:
                         verdict = "false_hit"
                 rows.append(
