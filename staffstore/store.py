@@ -407,24 +407,7 @@ class StaffStore:
         if not words:
             return []
         match = " AND ".join("{question answer} : " + fts_phrase(w) for w in words)
-        return await self._fts_claims(match, owner, limit, ranked=True)
-
-    async def _fts_claims(
-        self,
-        match: str,
-        owner: str,
-        limit: int,
-        *,
-        ranked: bool,
-        where: str = "",
-        params: Sequence[Any] = (),
-    ) -> list[Claim]:
-        """The owner's claims that FTS5 `match`es, best first when `ranked`."""
-        return await self.run_sync(
-            lambda sync: sync.fts_claims(
-                match, owner, limit, ranked=ranked, where=where, params=params
-            )
-        )
+        return await self.run_sync(lambda sync: sync.fts_claims(match, owner, limit, ranked=True))
 
     async def related_claims(
         self, owner: str, text: str, *, limit: int = 5, now: datetime | None = None
@@ -437,13 +420,12 @@ class StaffStore:
         if not words or limit <= 0:
             return []
         match = "{question answer} : (" + " OR ".join(fts_phrase(w) for w in words) + ")"
-        return await self._fts_claims(
-            match,
-            owner,
-            limit,
-            ranked=True,
-            where=" AND c.status = 'live' AND (c.expires_at IS NULL OR c.expires_at > ?)",
-            params=(_now(now),),
+        live = " AND c.status = 'live' AND (c.expires_at IS NULL OR c.expires_at > ?)"
+        moment = _now(now)
+        return await self.run_sync(
+            lambda sync: sync.fts_claims(
+                match, owner, limit, ranked=True, where=live, params=(moment,)
+            )
         )
 
     async def retract_claim(self, owner: str, claim_id: str) -> Claim:
