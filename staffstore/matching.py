@@ -108,7 +108,24 @@ _REWRITES = (
     ),
     (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why"),
     (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\b"), "why"),
-    (re.compile(r"\b(?:larger|bigger|greater|more|longer)\s+than\b"), "over"),
+    (re.compile(r"\b(?:larger|bigger|greater|more|longer|higher)\s+than\b"), "over"),
+    (re.compile(r"\b(?:smaller|less|fewer|shorter|lower)\s+than\b"), "under"),
+    (re.compile(r"\b(?:per\s+cent|percent)\b"), "%"),
+    (re.compile(r"\s&\s"), " and "),
+    (re.compile(r"\bgarbage\s+collect(?:ion|or)?\b"), "gc"),
+    (re.compile(r"\b(?:two|2)\s+times\b"), "twice"),
+    (re.compile(r"\bright\s+now\b"), "currently"),
+    # A cleft says nothing more: "which change was it that broke X" asks "which change broke X"
+    (re.compile(r"\b(?:is|was)\s+it\s+that\b"), ""),
+    # "some of the totals" asks about "some totals"
+    (re.compile(r"\b(some|many|most|all|each|several|both)\s+of\s+the\b"), r"\1 the"),
+    # "doesn't have a CODEOWNERS entry" is "has no CODEOWNERS entry"
+    (re.compile(r"\b(?:do|does|did)\s+not\s+have\s+(?:a\s+|an\s+|any\s+)?"), "have no "),
+    # Phrasal verbs with a one-word equivalent.
+    (re.compile(r"\b(?:go|goes|going|went|gone)\s+up\b"), "increase"),
+    (re.compile(r"\b(?:go|goes|going|went|gone)\s+down\b"), "drop"),
+    (re.compile(r"\bturn(?:s|ed|ing)?\s+on\b(?!\s+(?:me|you|him|her|us|them)\b)"), "enable"),
+    (re.compile(r"\bturn(?:s|ed|ing)?\s+off\b(?!\s+(?:me|you|him|her|us|them)\b)"), "disable"),
     (re.compile(r"\b(find|found|finding|figure|figured)\s+out\b"), r"\1"),
     (re.compile(r"\bgoing\s+to\b"), "will"),
     # A duration reads the same with or without "for": "wait (for) over an hour".
@@ -121,7 +138,13 @@ _REWRITES = (
         "",
     ),
     # "a day early" is "one day early": an article before a unit of time counts one of it.
-    (re.compile(r"\b(?:a|an)\s+(?=(?:second|minute|hour|day|week|month|year)\b)"), "1 "),
+    (
+        re.compile(
+            r"\b(?:a|an)\s+(?=(?:second|minute|hour|day|week|month|year|cent|dollar|euro|"
+            r"byte|kilobyte|megabyte|gigabyte|kb|mb|gb)\b)"
+        ),
+        "1 ",
+    ),
     # "What rate limit does the API have?" asks for the API's rate limit.
     (
         re.compile(
@@ -187,6 +210,10 @@ _PRONOUNS = {
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+    "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
+    "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
+    "hundred": "100", "thousand": "1000",
 }  # fmt: skip
 # "one" is left out of number folding below: it is far more often a referent ("the other one").
 
@@ -200,8 +227,8 @@ _IRREGULAR = {
     "lost": "lose", "left": "leave", "felt": "feel", "kept": "keep", "meant": "mean",
     "met": "meet", "led": "lead", "held": "hold", "told": "tell", "sold": "sell", "fell": "fall",
     "fallen": "fall", "grew": "grow", "grown": "grow", "drew": "draw", "drawn": "draw",
-    "threw": "throw", "thrown": "throw", "rebuilt": "rebuild", "rewrote": "rewrite",
-    "rewritten": "rewrite", "shown": "show", "hid": "hide", "hidden": "hide",
+    "threw": "throw", "thrown": "throw", "using": "use", "used": "use", "rebuilt": "rebuild",
+    "rewrote": "rewrite", "rewritten": "rewrite", "shown": "show", "hid": "hide", "hidden": "hide",
 }  # fmt: skip
 _IRREGULAR_VERBS = frozenset(_IRREGULAR)
 _IRREGULAR.update({
@@ -235,7 +262,9 @@ _SYNONYMS = {
     "sec": "second", "s": "second", "ms": "millisecond", "hr": "hour", "info": "information",
     "docs": "documentation", "doc": "documentation", "dir": "directory", "folder": "directory",
     "char": "character", "versus": "vs", "occasionally": "sometimes", "impact": "affect",
-    "retain": "keep", "bypass": "skip", "every": "all", "regarding": "about",
+    "retain": "keep", "bypass": "skip", "every": "all", "each": "all", "regarding": "about",
+    "below": "under", "compat": "compatibility", "dep": "dependency", "deps": "dependency",
+    "var": "variable", "vars": "variable", "endtoend": "e2e",
     "concerning": "about", "inside": "in", "within": "in", "above": "over", "via": "through",
     "somebody": "anyone", "someone": "anyone", "anybody": "anyone", "spike": "jump",
     "seq": "sequential", "fall": "drop", "prs": "pr",
@@ -293,6 +322,8 @@ _ONE_AS_PRONOUN = frozenset(
 )
 _SECOND_UNIT = frozenset({"seconds", "sec", "secs", "s"})
 _COUNTS = frozenset({"a", "an", "per", "few", "several", "couple", *"0123456789", *_NUMBER_WORDS})
+# "ever" after these is part of what is asked: "more than ever", "the first ever".
+_EVER_KEEPS = frozenset({"than", "first", "only", "last", "most", "best", "worst", "for"})
 _AUXILIARIES = frozenset(
     "will would is are am be been being was were do does did has have had".split()
 )
@@ -353,7 +384,10 @@ _FOLDED_SYNONYMS = {
 # A leading "when/if ... ," clause asks what the same clause at the end asks:
 # "When shared/utils changes, which packages rebuild?" / "Which packages rebuild when ...?"
 _FRONTED_CLAUSE = re.compile(
-    r"^\W*((?:when|whenever|if|once|after|before|while|until|since)\b[^,?;]{1,80}?)\s*,\s*(.+)$"
+    r"^\W*((?:when|whenever|if|once|after|before|while|until|since)\b[^,?;]{1,80}?"
+    # ... and so does a leading time: "Last week, how many PRs were opened?"
+    r"|(?:last|this|next)\s+(?:night|week|month|quarter|year|sprint|release)|yesterday|today"
+    r"|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\s*,\s*(.+)$"
 )
 
 
@@ -442,7 +476,7 @@ def normalize(text: str) -> Normalized:
             breaks = {i if i <= at else i - 1 for i in breaks}
             verbal = {i if i < at else i - 1 for i in verbal if i != at}
             word = "never"
-        elif token == "ever" and _is_participle(following):
+        elif token == "ever" and following and previous not in _EVER_KEEPS:
             continue  # "was it ever used" asks "was it used"; "the best CEO ever" keeps it
         elif token in _SECOND_UNIT or (token == "second" and previous in _COUNTS):
             word = "sec"  # "5 seconds", "a second": the unit, not the ordinal
@@ -462,7 +496,7 @@ def normalize(text: str) -> Normalized:
         if phrase_ended and content:
             breaks.add(len(content))
         phrase_ended = False
-        if _is_participle(token) or (token.endswith("ing") and previous not in _DETERMINERS):
+        if _is_participle(token):
             verbal.add(len(content))
         words.append(word)
         content.append(word)
@@ -591,6 +625,7 @@ class Comparison:
 def compare(turn: Normalized, claim: Normalized) -> Comparison:
     """Decide whether the turn asks the stored question; say what differs when it does not."""
     similarity = _similarity(turn, claim)
+    turn = _compounds_as_in(turn, claim)
     mapped = align(turn.content, claim.content)
     if mapped is None:
         missing = claim.content_set - turn.content_set
@@ -608,6 +643,44 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
         order_ok, missing, extra = True, frozenset(), frozenset()
     same = order_ok and bool(claim.content) and _short_guard(claim, similarity)
     return Comparison(same, similarity, missing, extra, order_ok)
+
+
+def _compounds_as_in(turn: Normalized, claim: Normalized) -> Normalized:
+    """The turn with its compounds written as the claim writes them.
+
+    "GPL licensed", "GPL-licensed" and "GPLlicensed" are one word written three ways: two
+    adjacent turn words that make one claim word are joined, and one turn word that two
+    adjacent claim words make is split.
+    """
+    if turn.content_set <= claim.content_set:
+        return turn
+    joined = {a + b: (a, b) for a, b in zip(claim.content, claim.content[1:], strict=False)}
+    content: list[str] = []
+    breaks: set[int] = set()
+    verbal: set[int] = set()
+    changed = False
+    index = 0
+    while index < len(turn.content):
+        word = turn.content[index]
+        pair = turn.content[index + 1] if index + 1 < len(turn.content) else ""
+        if index in turn.breaks:
+            breaks.add(len(content))
+        if index in turn.verbal:
+            verbal.add(len(content))
+        if word not in claim.content_set and word + pair in claim.content_set:
+            content.append(word + pair)  # "gpl licensed" as the claim's "gpllicensed"
+            index += 2
+            changed = True
+            continue
+        if word not in claim.content_set and word in joined:
+            content.extend(joined[word])  # "gpllicensed" as the claim's "gpl licensed"
+            changed = True
+        else:
+            content.append(word)
+        index += 1
+    if not changed:
+        return turn
+    return Normalized(turn.words, tuple(content), frozenset(breaks), frozenset(verbal))
 
 
 def _short_guard(claim: Normalized, similarity: float) -> bool:

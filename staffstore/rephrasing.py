@@ -47,6 +47,15 @@ class Side:
         """True when seq[start:end] does not cross a phrase boundary."""
         return not any(start < i < end for i in self.breaks)
 
+    def phrases(self, start: int, sizes: Sequence[int]) -> bool:
+        """True when the blocks of these sizes, laid end to end from `start`, are each one
+        phrase (a boundary may fall between two blocks, not inside one)."""
+        for size in sizes:
+            if not self.one_phrase(start, start + size):
+                return False
+            start += size
+        return True
+
     def nominal(self, start: int, end: int, fixed: frozenset[str]) -> bool:
         """True when seq[start:end] can be a short noun phrase that moves as one."""
         block = self.seq[start:end]
@@ -86,7 +95,12 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
     surplus = Counter(a.seq) - Counter(b.seq)
     shortfall = Counter(b.seq) - Counter(a.seq)
     if not surplus and not shortfall:
-        return _bare_passive(a, b, fixed) or _bare_passive(b, a, fixed) or _version_swap(a, b)
+        return (
+            _bare_passive(a, b, fixed)
+            or _bare_passive(b, a, fixed)
+            or _version_swap(a, b)
+            or _conjuncts_swapped(a, b)
+        )
     if shortfall and surplus:
         return False
     longer, shorter = (a, b) if surplus else (b, a)
@@ -121,10 +135,12 @@ def _of_phrase(longer: Side, shorter: Side, preposition: str, fixed: frozenset[s
 
 
 def _passive(passive: Side, active: Side, fixed: frozenset[str]) -> bool:
-    """passive = L + B + V + [by] + A + R and active = L + A + V + B + R.
+    """passive = L + B + V + [by] + A + R and active = L + A + V + B + R (or L + B + A + V + R).
 
-    V is the verb, perhaps with a negation or adverb before it ("never reused"); A, the agent,
-    may carry a prepositional phrase of its own ("by the Docker build in CI").
+    V is the verb, perhaps with a negation or adverb before it ("never reused"); the patient B
+    and the agent A may carry a prepositional phrase of their own ("the leaked key in acme/web",
+    "by the Docker build in CI"). A question fronts its object, so "which algorithm is used by
+    acme/auth" is active as "which algorithm does acme/auth use", B before A.
     """
     seq = passive.seq
     for at, word in enumerate(seq):
@@ -134,21 +150,36 @@ def _passive(passive: Side, active: Side, fixed: frozenset[str]) -> bool:
             verb = seq[verb_start:at]
             if verb_start < 1 or any(w in fixed for w in verb) or at - 1 not in passive.verbal:
                 continue
-            for start in range(max(0, verb_start - MAX_BLOCK), verb_start):
-                if not passive.nominal(start, verb_start, fixed):
+            for start in range(max(0, verb_start - _LONG_BLOCK), verb_start):
+                patient = seq[start:verb_start]
+                if patient[0] in fixed or not _movable(patient):
                     continue
-                for end in range(at + 2, min(len(seq), at + 2 + MAX_BLOCK) + 1):
+                if not passive.one_phrase(start, verb_start):
+                    continue
+                for end in range(at + 2, min(len(seq), at + 1 + _LONG_BLOCK) + 1):
                     agent = seq[at + 1 : end]
-                    if any(w in _NEGATIONS or w == "by" for w in agent):
+                    if not _movable(agent) or not passive.one_phrase(verb_start, end):
                         continue
-                    if not passive.one_phrase(start, end):
-                        continue
-                    patient = seq[start:verb_start]
-                    if active.seq == seq[:start] + agent + verb + patient + seq[end:] and (
-                        active.one_phrase(start, end - 1)
+                    # Each block is one phrase on the active side too; an auxiliary may stand
+                    # between blocks ("which algorithm | does acme/auth use").
+                    head, tail = seq[:start], seq[end:]
+                    if active.seq == head + agent + verb + patient + tail and active.phrases(
+                        start, [len(agent), len(verb), len(patient)]
+                    ):
+                        return True
+                    if active.seq == head + patient + agent + verb + tail and active.phrases(
+                        start, [len(patient), len(agent) + len(verb)]
                     ):
                         return True
     return False
+
+
+#: A patient or agent may carry its own prepositional phrase: "the leaked key in acme/web".
+_LONG_BLOCK = 6
+
+
+def _movable(block: Sequence[str]) -> bool:
+    return 0 < len(block) <= _LONG_BLOCK and not any(w in _NEGATIONS or w == "by" for w in block)
 
 
 def _bare_passive(passive: Side, active: Side, fixed: frozenset[str]) -> bool:
@@ -189,14 +220,39 @@ def _follows_be(words: Sequence[str], block: Sequence[str]) -> bool:
 
 def _version_swap(a: Side, b: Side) -> bool:
     """ "iOS 5.2 build" / "5.2 iOS build": a number trades places with the name beside it."""
-    differ = [i for i, (x, y) in enumerate(zip(a.seq, b.seq, strict=True)) if x != y]
-    if len(differ) != 2 or differ[1] != differ[0] + 1:
+    swap = _adjacent_swap(a, b)
+    if swap is None:
         return False
-    i, j = differ
-    if (a.seq[i], a.seq[j]) != (b.seq[j], b.seq[i]) or j in a.breaks or j in b.breaks:
+    i, j = swap
+    if j in a.breaks or j in b.breaks:
         return False
     has_digit = [any(ch.isdigit() for ch in w) for w in (a.seq[i], a.seq[j])]
     return has_digit[0] != has_digit[1] and (a.seq[i].isalpha() or a.seq[j].isalpha())
+
+
+def _adjacent_swap(a: Side, b: Side) -> tuple[int, int] | None:
+    """The two positions, side by side, whose words trade places between a and b; else None."""
+    differ = [i for i, (x, y) in enumerate(zip(a.seq, b.seq, strict=True)) if x != y]
+    if len(differ) != 2 or differ[1] != differ[0] + 1:
+        return None
+    i, j = differ
+    return (i, j) if (a.seq[i], a.seq[j]) == (b.seq[j], b.seq[i]) else None
+
+
+def _conjuncts_swapped(a: Side, b: Side) -> bool:
+    """ "memory and CPU limits" / "CPU and memory limits": two words joined by "and" or "or"."""
+    swap = _adjacent_swap(a, b)
+    if swap is None:
+        return False
+    first, second = a.seq[swap[0]], a.seq[swap[1]]
+    return _joined(a.words, first, second) and _joined(b.words, second, first)
+
+
+def _joined(words: Sequence[str], first: str, second: str) -> bool:
+    return any(
+        words[k] == first and words[k + 1] in ("and", "or") and words[k + 2] == second
+        for k in range(len(words) - 2)
+    )
 
 
 def _without_moved_negation(a: Side, b: Side, fixed: frozenset[str]) -> tuple[Side, Side] | None:

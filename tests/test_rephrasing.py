@@ -55,6 +55,30 @@ REPHRASINGS = """
     = What is the rate limit on the public API?
     Why do archived products rank above active products?
     = Why do archived products rank above active ones?
+    Last week, how many Renovate pull requests were opened?
+    = How many Renovate pull requests were opened last week?
+    # spelling: number words, "percent", compounds, clefts, "some of the", phrasal verbs
+    Why do websocket connections drop after sixty seconds?
+    = Why do websocket connections drop after 60 seconds?
+    Why is the redis cache hit rate only 40 percent?
+    = Why is the Redis cache hit rate only 40%?
+    Are there any GPL licensed dependencies in acme/web?
+    = Are there any GPL-licensed dependencies in acme/web?
+    Which upstream change was it that broke the signup dashboard?
+    = Which upstream change broke the signup dashboard?
+    Why are some of the invoice totals off by one cent?
+    = Why are some invoice totals off by a cent?
+    Which directories don't have a CODEOWNERS entry?
+    = Which directories have no CODEOWNERS entry?
+    Why did the AWS bill go up by $4,000 in May?
+    = Why did the AWS bill increase by $4,000 in May?
+    # two words joined by "and", swapped; a question's object fronted in the passive
+    What are the memory and CPU limits for the api pods?
+    = What are the CPU and memory limits for the api pods?
+    Which algorithm is used by acme/auth to hash passwords?
+    = Which algorithm does acme/auth use to hash passwords?
+    Did anyone else ever use the leaked Stripe key in acme/web?
+    = Was the leaked Stripe key in acme/web ever used by anyone else?
 """
 
 
@@ -99,6 +123,9 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
             "What is the difference between would have been and will have been?",
             "What is the difference between 'had been', 'has been' and 'have been'?",
         ),
+        # a swap across "and" needs the "and" on both sides
+        ("What are the CPU and memory limits?", "What are the memory CPU and limits?"),
+        ("Why did the bill go up?", "Why did the bill go down?"),
         # a number that moved away from its name is another requirement
         ("Is Python 3 faster than 2 Python?", "Is 3 Python faster than Python 2?"),
     ],
