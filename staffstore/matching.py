@@ -227,6 +227,7 @@ _IRREGULAR = {
     "lost": "lose", "left": "leave", "felt": "feel", "kept": "keep", "meant": "mean",
     "met": "meet", "led": "lead", "held": "hold", "told": "tell", "sold": "sell", "fell": "fall",
     "fallen": "fall", "grew": "grow", "grown": "grow", "drew": "draw", "drawn": "draw",
+    "does": "do", "did": "do", "done": "do", "doing": "do",
     "threw": "throw", "thrown": "throw", "using": "use", "used": "use", "rebuilt": "rebuild",
     "rewrote": "rewrite", "rewritten": "rewrite", "shown": "show", "hid": "hide", "hidden": "hide",
 }  # fmt: skip
@@ -324,6 +325,11 @@ _SECOND_UNIT = frozenset({"seconds", "sec", "secs", "s"})
 _COUNTS = frozenset({"a", "an", "per", "few", "several", "couple", *"0123456789", *_NUMBER_WORDS})
 # "ever" after these is part of what is asked: "more than ever", "the first ever".
 _EVER_KEEPS = frozenset({"than", "first", "only", "last", "most", "best", "worst", "for"})
+_MODALS = frozenset("can could should would will shall may might must".split())
+# A form of "do" after these is the main verb.
+_BEFORE_MAIN_DO = _MODALS | frozenset(
+    "to have has had having be been i you we they he she it".split()
+)
 _AUXILIARIES = frozenset(
     "will would is are am be been being was were do does did has have had".split()
 )
@@ -416,8 +422,10 @@ class Normalized:
     #: Content positions where a new phrase starts (after punctuation, an auxiliary, a
     #: conjunction): a rephrasing moves whole phrases, never a piece across such a boundary.
     breaks: frozenset[int] = frozenset()
-    #: Content positions written as verb forms ("kept", "rejected", "loading").
+    #: Content positions written as verb forms ("kept", "rejected", "died").
     verbal: frozenset[int] = frozenset()
+    #: How each content word was typed, for typos that stemming would hide ("cahce").
+    spellings: tuple[tuple[str, str], ...] = ()
     content_set: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -448,6 +456,7 @@ def normalize(text: str) -> Normalized:
     content: list[str] = []
     breaks: set[int] = set()  # content positions that start a new phrase
     verbal: set[int] = set()  # content positions written as a verb form ("died", "kept")
+    spellings: dict[str, str] = {}
     phrase_ended = False
     plural: str | None = None  # the latest plural noun, which "ones" stands for
     last = len(raw) - 1
@@ -500,9 +509,16 @@ def normalize(text: str) -> Normalized:
             verbal.add(len(content))
         words.append(word)
         content.append(word)
+        spellings.setdefault(word, token)
         if token.endswith("s") and token.isalpha() and _stem(token) != token:
             plural = word
-    return Normalized(tuple(words), tuple(content), frozenset(breaks), frozenset(verbal))
+    return Normalized(
+        tuple(words),
+        tuple(content),
+        frozenset(breaks),
+        frozenset(verbal),
+        tuple(spellings.items()),
+    )
 
 
 def _is_function_word(token: str, index: int, raw: Sequence[str]) -> bool:
@@ -510,6 +526,11 @@ def _is_function_word(token: str, index: int, raw: Sequence[str]) -> bool:
         return False
     if token in _DO and index == len(raw) - 1:
         return False  # a sentence-final "do" is the main verb
+    previous = raw[index - 1] if index else ""
+    if token in _DO and previous in _BEFORE_MAIN_DO:
+        return False  # "what should I do", "how to do it": the main verb, not an auxiliary
+    if token == "have" and _MODALS.intersection(raw[max(0, index - 2) : index]):
+        return False  # "what should I have done" asks about the past, "what should I do" not
     # After "between" an auxiliary is a word being asked about: "the difference between
     # 'would have been' and 'will have been'" is not "between 'had been' and 'has been'".
     return not (token in _AUXILIARIES and "between" in raw[:index])
@@ -550,21 +571,29 @@ def _typo_close(a: str, b: str) -> bool:
 MAX_TYPOS = 2
 
 
-def align(turn: Sequence[str], claim: Sequence[str]) -> list[str] | None:
+def align(turn: Normalized, claim: Normalized) -> list[str] | None:
     """Map each turn content word onto the claim's content, allowing typos.
 
-    A word with no close counterpart stays as it is (a rephrasing may add one, such as "of");
-    None when too many words differ or a slip could be either of two claim words.
+    A slip is judged on the words as folded and as typed: stemming can hide one ("cahce" and
+    "cache" fold to "cahc" and "cach"). A word with no close counterpart stays as it is (a
+    rephrasing may add one, such as "of"); None when too many words differ or a slip could be
+    either of two claim words.
     """
-    claim_set = set(claim)
-    if len(set(turn) - claim_set) > MAX_TYPOS:
+    claim_set = claim.content_set
+    if len(turn.content_set - claim_set) > MAX_TYPOS:
         return None  # cheap reject before any edit distances
+    typed, claim_typed = dict(turn.spellings), dict(claim.spellings)
     mapped: list[str] = []
-    for word in turn:
+    for word in turn.content:
         if word in claim_set:
             mapped.append(word)
             continue
-        close = [c for c in claim_set if _typo_close(word, c)]
+        spelled = typed.get(word, word)
+        close = [
+            c
+            for c in claim_set
+            if _typo_close(word, c) or _typo_close(spelled, claim_typed.get(c, c))
+        ]
         if len(close) > 1:
             return None
         mapped.append(close[0] if close else word)
@@ -626,7 +655,7 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
     """Decide whether the turn asks the stored question; say what differs when it does not."""
     similarity = _similarity(turn, claim)
     turn = _compounds_as_in(turn, claim)
-    mapped = align(turn.content, claim.content)
+    mapped = align(turn, claim)
     if mapped is None:
         missing = claim.content_set - turn.content_set
         extra = turn.content_set - claim.content_set
@@ -680,7 +709,9 @@ def _compounds_as_in(turn: Normalized, claim: Normalized) -> Normalized:
         index += 1
     if not changed:
         return turn
-    return Normalized(turn.words, tuple(content), frozenset(breaks), frozenset(verbal))
+    return Normalized(
+        turn.words, tuple(content), frozenset(breaks), frozenset(verbal), turn.spellings
+    )
 
 
 def _short_guard(claim: Normalized, similarity: float) -> bool:

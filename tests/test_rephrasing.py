@@ -72,6 +72,8 @@ REPHRASINGS = """
     = Which directories have no CODEOWNERS entry?
     Why did the AWS bill go up by $4,000 in May?
     = Why did the AWS bill increase by $4,000 in May?
+    why does the docker build in ci never reuse the layer cahce
+    = Why does the Docker build in CI never reuse the layer cache?
     # two words joined by "and", swapped; a question's object fronted in the passive
     What are the memory and CPU limits for the api pods?
     = What are the CPU and memory limits for the api pods?
@@ -123,6 +125,8 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
             "What is the difference between would have been and will have been?",
             "What is the difference between 'had been', 'has been' and 'have been'?",
         ),
+        # "should have done" asks about the past; "should do" does not
+        ("What should I have done in this situation?", "What should I do in this situation?"),
         # a swap across "and" needs the "and" on both sides
         ("What are the CPU and memory limits?", "What are the memory CPU and limits?"),
         ("Why did the bill go up?", "Why did the bill go down?"),
