@@ -274,11 +274,11 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
         Line2D([], [], marker="o", linestyle="", color="black", label="shared: one store"),
         Line2D([], [], marker="s", linestyle="", color="black", label="isolated: pair alone"),
         Line2D([], [], marker="o", linestyle="", color="black",
-               label="false hits, identical-text hits excluded"),
+               label="false hits: identical-text and labelled-paraphrase hits excluded"),
         Line2D([], [], marker="o", linestyle=":", markerfacecolor="white", color="black",
-               label="strict: identical-text hits counted"),
+               label="strict: every hit on another pair counted"),
     ]  # fmt: skip
-    figure.legend(handles=legend, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
+    figure.legend(handles=legend, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     return figure
 
 

@@ -186,6 +186,8 @@ def replay_label(ledger: ReplayLedger, summary: ReplaySummary) -> str:
 
 def _table(headers: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> list[str]:
     """A markdown table; `align` has one letter a column: l(eft) or r(ight)."""
+    if len(align) != len(headers):
+        raise ValueError(f"{len(headers)} columns but {len(align)} alignments")
     rule = ["---" if side == "l" else "---:" for side in align]
     return [f"| {' | '.join(cells)} |" for cells in [headers, rule, *rows]]
 
@@ -250,7 +252,8 @@ def _hostile_table(ledger: ReplayLedger) -> list[str]:
 
 def _pairs_table(ledgers: Ledgers) -> list[str]:
     rows = [pairs_row(ledger, mode) for ledger in ledgers.pairs for mode in ledger.modes]
-    return _table([heading for heading, _ in PAIRS_COLUMNS], "llrrrrrrrr", rows)
+    align = "ll" + "r" * (len(PAIRS_COLUMNS) - 2)  # file and mode, then figures
+    return _table([heading for heading, _ in PAIRS_COLUMNS], align, rows)
 
 
 def _shown(path: Path, base: Path) -> str:
