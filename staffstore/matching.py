@@ -121,6 +121,14 @@ _REWRITES = (
     (re.compile(r"\b(some|many|most|all|each|several|both)\s+of\s+the\b"), r"\1 the"),
     # "doesn't have a CODEOWNERS entry" is "has no CODEOWNERS entry"
     (re.compile(r"\b(?:do|does|did)\s+not\s+have\s+(?:a\s+|an\s+|any\s+)?"), "have no "),
+    # "are missing X" says of a thing what "have no X" says: "strings missing translations"
+    (re.compile(r"\b(?:is|are|was|were)\s+missing\b"), "have no"),
+    (re.compile(r"\broot\s+cause\s+(?:for|behind)\b"), "root cause of"),
+    # A search or query that "returns nothing" returns no results.
+    (
+        re.compile(r"\b(return|returns|returned|show|shows|showed|give|gives|gave)\s+nothing\b"),
+        r"\1 no results",
+    ),
     # Phrasal verbs with a one-word equivalent.
     (re.compile(r"\b(?:go|goes|going|went|gone)\s+up\b"), "increase"),
     (re.compile(r"\b(?:go|goes|going|went|gone)\s+down\b"), "drop"),

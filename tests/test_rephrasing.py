@@ -74,6 +74,12 @@ REPHRASINGS = """
     = Why did the AWS bill increase by $4,000 in May?
     why does the docker build in ci never reuse the layer cahce
     = Why does the Docker build in CI never reuse the layer cache?
+    Which strings don't have German translations?
+    = Which strings are missing German translations?
+    What was the root cause for the April 9 outage?
+    = What was the root cause of the April 9 outage?
+    Why does search return nothing for queries with an apostrophe?
+    = Why does search return no results for queries with an apostrophe?
     # two words joined by "and", swapped; a question's object fronted in the passive
     What are the memory and CPU limits for the api pods?
     = What are the CPU and memory limits for the api pods?
