@@ -26,6 +26,15 @@ from dataclasses import dataclass
 #: Prepositions that attach a noun's modifier after it ("the size of X" is "X's size").
 OF_LIKE = frozenset({"of", "on", "in"})
 
+#: Prepositions of place and relation that a long question may trade for one another: "crash
+#: at/on launch", "rows in/into the table", "the limit for/on the API". Not "of" ("the effect
+#: of/on X"), nor direction, time order or company ("to/from", "before/after", "with").
+INTERCHANGEABLE = frozenset({"in", "into", "on", "at", "for"})
+
+#: Content words a question needs before one of its prepositions may be swapped: in a short
+#: question the preposition may be the whole point.
+MIN_WORDS_FOR_SWAP = 6
+
 #: Longest block (in content words) an alternation may move: a short noun phrase.
 MAX_BLOCK = 4
 
@@ -102,7 +111,7 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
             or _conjuncts_swapped(a, b)
         )
     if shortfall and surplus:
-        return False
+        return _preposition_swapped(a, b, surplus, shortfall)
     longer, shorter = (a, b) if surplus else (b, a)
     (word, count), *others = (surplus or shortfall).items()
     if others or count != 1:
@@ -112,6 +121,17 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
     if word == "by":
         return _passive(longer, shorter, fixed)
     return False
+
+
+def _preposition_swapped(a: Side, b: Side, surplus: Counter[str], shortfall: Counter[str]) -> bool:
+    """One preposition traded for another of INTERCHANGEABLE, in place, in a long question."""
+    if len(surplus) != 1 or len(shortfall) != 1 or len(b.seq) < MIN_WORDS_FOR_SWAP:
+        return False
+    ((given, count),) = surplus.items()
+    ((wanted, wanted_count),) = shortfall.items()
+    if count != 1 or wanted_count != 1 or not {given, wanted} <= INTERCHANGEABLE:
+        return False
+    return [wanted if word == given else word for word in a.seq] == b.seq
 
 
 def _of_phrase(longer: Side, shorter: Side, preposition: str, fixed: frozenset[str]) -> bool:

@@ -80,6 +80,11 @@ REPHRASINGS = """
     = What was the root cause of the April 9 outage?
     Why does search return nothing for queries with an apostrophe?
     = Why does search return no results for queries with an apostrophe?
+    # one preposition of place for another, in a long question
+    What causes the iOS app to crash at launch for iPad users?
+    = What causes the iOS app to crash on launch for iPad users?
+    Why does the daily ETL load duplicate rows in the events table?
+    = Why does the daily ETL load duplicate rows into the events table?
     # two words joined by "and", swapped; a question's object fronted in the passive
     What are the memory and CPU limits for the api pods?
     = What are the CPU and memory limits for the api pods?
@@ -126,6 +131,14 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
         # "for" and "at" are not "of": a magazine for X is not always X's magazine
         ("What is the best magazine for kids?", "What is the best kids magazine?"),
         ("Why does the app crash at launch?", "Why does the app crash on launch?"),
+        (
+            "What is the effect of caching in the new checkout flow?",
+            "What is the effect on caching in the new checkout flow?",
+        ),
+        (
+            "Why do requests to the billing API from CI time out?",
+            "Why do requests from the billing API to CI time out?",
+        ),
         # after "between", auxiliaries are the words asked about
         (
             "What is the difference between would have been and will have been?",
