@@ -39,31 +39,37 @@ _WRAPPERS = re.compile(
     r"hey|hi|hello|please|pls|plz|thanks|thank\s+you|thx|kindly)\b"
 )
 
-_CONTRACTIONS = (
-    (re.compile(r"\bcan'?t\b"), "can not"),
-    (re.compile(r"\bwon'?t\b"), "will not"),
-    (re.compile(r"\bain'?t\b"), "is not"),
+# Each rewrite is (pattern, replacement, needs): it can only match text holding one of `needs`,
+# and testing for those is much faster than running the pattern (normalize is on every lookup).
+_DIGITS = tuple("0123456789")
+_UNITS = tuple("second minute hour day week month year cent dollar euro byte kb mb gb".split())
+
+_CONTRACTIONS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    (re.compile(r"\bcan'?t\b"), "can not", ("can",)),
+    (re.compile(r"\bwon'?t\b"), "will not", ("won",)),
+    (re.compile(r"\bain'?t\b"), "is not", ("ain",)),
     # Only the real auxiliaries: a bare "nt" ending is also "agent", "client", "payment".
     (
         re.compile(
             r"\b(do|does|did|is|are|was|were|have|has|had|would|should|could|must|need)n'?t\b"
         ),
         r"\1 not",
+        ("nt", "n't"),
     ),
-    (re.compile(r"\bn't\b"), "not"),  # pre-tokenised text: "does n't"
-    (re.compile(r"'re\b"), " are"),
-    (re.compile(r"'ll\b"), " will"),
-    (re.compile(r"'ve\b"), " have"),
-    (re.compile(r"'m\b"), " am"),
-    (re.compile(r"'d\b"), " would"),
-    (re.compile(r"'s\b"), ""),
+    (re.compile(r"\bn't\b"), "not", ("n't",)),  # pre-tokenised text: "does n't"
+    (re.compile(r"'re\b"), " are", ("'",)),
+    (re.compile(r"'ll\b"), " will", ("'",)),
+    (re.compile(r"'ve\b"), " have", ("'",)),
+    (re.compile(r"'m\b"), " am", ("'",)),
+    (re.compile(r"'d\b"), " would", ("'",)),
+    (re.compile(r"'s\b"), "", ("'",)),
 )
 
 _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
 
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
-_REWRITES = (
-    (re.compile(r"(?<=\d),(?=\d{3}\b)"), ""),  # 4,000 -> 4000
+_REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    (re.compile(r"(?<=\d),(?=\d{3}\b)"), "", (",",)),  # 4,000 -> 4000
     # A day of the month is a date, not an ordinal: "April 9th" -> "April 9".
     (
         re.compile(
@@ -71,6 +77,7 @@ _REWRITES = (
             r"(?:st|nd|rd|th)\b"
         ),
         r"\1\2 \3",
+        _DIGITS,
     ),
     # "9 April" and "the 9th of April" are "April 9" ("may" is left alone: "5 may" is a verb).
     (
@@ -79,24 +86,26 @@ _REWRITES = (
             r"(jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)([a-z]*)\b"
         ),
         r"\2\3 \1",
+        _DIGITS,
     ),
-    (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th"),  # 9th, ninth -> 9th
+    (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th", _DIGITS),  # 9th, ninth -> 9th
     # 10mb -> 10 mb, 8s -> 8 s; ordinals are the rule above
-    (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2"),
+    (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2", _DIGITS),
     # "in-cluster lookups" are "lookups in the cluster": keep the preposition a word.
-    (re.compile(r"\bin-(?=[a-z])"), "in "),
-    (re.compile(r"(?<=[a-z])-(?=[a-z])"), ""),  # sign-up -> signup, on-call -> oncall
-    (re.compile(r"\bpull\s+requests?\b"), "pr"),
-    (re.compile(r"\bon\s+call\b"), "oncall"),
-    (re.compile(r"\bhow\s+come\b"), "why"),
-    (re.compile(r"\bfor\s+how\s+long\b"), "how long"),
-    (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when"),
-    (re.compile(r"\bcompared\s+(?:to|with)\b"), "vs"),
+    (re.compile(r"\bin-(?=[a-z])"), "in ", ("in-",)),
+    (re.compile(r"(?<=[a-z])-(?=[a-z])"), "", ("-",)),  # sign-up -> signup, on-call -> oncall
+    (re.compile(r"\bpull\s+requests?\b"), "pr", ("pull",)),
+    (re.compile(r"\bon\s+call\b"), "oncall", ("call",)),
+    (re.compile(r"\bhow\s+come\b"), "why", ("come",)),
+    (re.compile(r"\bfor\s+how\s+long\b"), "how long", ("long",)),
+    (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when", ("date", "day")),
+    (re.compile(r"\bcompared\s+(?:to|with)\b"), "vs", ("compared",)),
     (
         re.compile(
             r"\bwhat(?:\s+is|\s+was|'s)?\s+(?:the\s+)?(?:reason|cause)\s+(?:for|of|behind)\b"
         ),
         "why",
+        ("reason", "cause"),
     ),
     # "what causes X to fail" and "what's causing X to fail" ask "why does X fail"
     (
@@ -105,37 +114,47 @@ _REWRITES = (
             r"(.{1,80}?)\s+to\s+(?=\w)"
         ),
         r"why \1 ",
+        ("caus", "mak", "made"),
     ),
-    (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why"),
-    (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\b"), "why"),
-    (re.compile(r"\b(?:larger|bigger|greater|more|longer|higher)\s+than\b"), "over"),
-    (re.compile(r"\b(?:smaller|less|fewer|shorter|lower)\s+than\b"), "under"),
-    (re.compile(r"\b(?:per\s+cent|percent)\b"), "%"),
-    (re.compile(r"\s&\s"), " and "),
-    (re.compile(r"\bgarbage\s+collect(?:ion|or)?\b"), "gc"),
-    (re.compile(r"\b(?:two|2)\s+times\b"), "twice"),
-    (re.compile(r"\bright\s+now\b"), "currently"),
+    (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why", ("causing", "behind")),
+    (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\b"), "why", ("caus", "mak", "made")),
+    (re.compile(r"\b(?:larger|bigger|greater|more|longer|higher)\s+than\b"), "over", ("than",)),
+    (re.compile(r"\b(?:smaller|less|fewer|shorter|lower)\s+than\b"), "under", ("than",)),
+    (re.compile(r"\b(?:per\s+cent|percent)\b"), "%", ("cent",)),
+    (re.compile(r"\s&\s"), " and ", ("&",)),
+    (re.compile(r"\bgarbage\s+collect(?:ion|or)?\b"), "gc", ("garbage",)),
+    (re.compile(r"\b(?:two|2)\s+times\b"), "twice", ("times",)),
+    (re.compile(r"\bright\s+now\b"), "currently", ("now",)),
     # A cleft says nothing more: "which change was it that broke X" asks "which change broke X"
-    (re.compile(r"\b(?:is|was)\s+it\s+that\b"), ""),
+    (re.compile(r"\b(?:is|was)\s+it\s+that\b"), "", ("it",)),
     # "some of the totals" asks about "some totals"
-    (re.compile(r"\b(some|many|most|all|each|several|both)\s+of\s+the\b"), r"\1 the"),
+    (re.compile(r"\b(some|many|most|all|each|several|both)\s+of\s+the\b"), r"\1 the", ("of",)),
     # "doesn't have a CODEOWNERS entry" is "has no CODEOWNERS entry"
-    (re.compile(r"\b(?:do|does|did)\s+not\s+have\s+(?:a\s+|an\s+|any\s+)?"), "have no "),
+    (re.compile(r"\b(?:do|does|did)\s+not\s+have\s+(?:a\s+|an\s+|any\s+)?"), "have no ", ("not",)),
     # "are missing X" says of a thing what "have no X" says: "strings missing translations"
-    (re.compile(r"\b(?:is|are|was|were)\s+missing\b"), "have no"),
-    (re.compile(r"\broot\s+cause\s+(?:for|behind)\b"), "root cause of"),
+    (re.compile(r"\b(?:is|are|was|were)\s+missing\b"), "have no", ("missing",)),
+    (re.compile(r"\broot\s+cause\s+(?:for|behind)\b"), "root cause of", ("root",)),
     # A search or query that "returns nothing" returns no results.
     (
         re.compile(r"\b(return|returns|returned|show|shows|showed|give|gives|gave)\s+nothing\b"),
         r"\1 no results",
+        ("nothing",),
     ),
     # Phrasal verbs with a one-word equivalent.
-    (re.compile(r"\b(?:go|goes|going|went|gone)\s+up\b"), "increase"),
-    (re.compile(r"\b(?:go|goes|going|went|gone)\s+down\b"), "drop"),
-    (re.compile(r"\bturn(?:s|ed|ing)?\s+on\b(?!\s+(?:me|you|him|her|us|them)\b)"), "enable"),
-    (re.compile(r"\bturn(?:s|ed|ing)?\s+off\b(?!\s+(?:me|you|him|her|us|them)\b)"), "disable"),
-    (re.compile(r"\b(find|found|finding|figure|figured)\s+out\b"), r"\1"),
-    (re.compile(r"\bgoing\s+to\b"), "will"),
+    (re.compile(r"\b(?:go|goes|going|went|gone)\s+up\b"), "increase", ("up",)),
+    (re.compile(r"\b(?:go|goes|going|went|gone)\s+down\b"), "drop", ("down",)),
+    (
+        re.compile(r"\bturn(?:s|ed|ing)?\s+on\b(?!\s+(?:me|you|him|her|us|them)\b)"),
+        "enable",
+        ("turn",),
+    ),
+    (
+        re.compile(r"\bturn(?:s|ed|ing)?\s+off\b(?!\s+(?:me|you|him|her|us|them)\b)"),
+        "disable",
+        ("turn",),
+    ),
+    (re.compile(r"\b(find|found|finding|figure|figured)\s+out\b"), r"\1", ("out",)),
+    (re.compile(r"\bgoing\s+to\b"), "will", ("going",)),
     # A duration reads the same with or without "for": "wait (for) over an hour".
     (
         re.compile(
@@ -144,6 +163,7 @@ _REWRITES = (
             r"several|a\s+few|few)\s+(?:second|minute|hour|day|week|month|year)s?\b)"
         ),
         "",
+        ("for",),
     ),
     # "a day early" is "one day early": an article before a unit of time counts one of it.
     (
@@ -152,6 +172,7 @@ _REWRITES = (
             r"byte|kilobyte|megabyte|gigabyte|kb|mb|gb)\b)"
         ),
         "1 ",
+        _UNITS,
     ),
     # "What rate limit does the API have?" asks for the API's rate limit.
     (
@@ -160,8 +181,9 @@ _REWRITES = (
             r"([^?,;]{1,60}?)\s+have\s*(?=[?.!]*\s*$)"
         ),
         r"\1 \3 \2",
+        ("have",),
     ),
-    (re.compile(r"\bjust\b"), "only"),
+    (re.compile(r"\bjust\b"), "only", ("just",)),
 )
 
 # Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
@@ -409,8 +431,9 @@ def _tokens_and_marks(text: str) -> list[str]:
     # "US" the country, before lower-casing makes it "us" the pronoun.
     text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
-    for pattern, replacement in (*_CONTRACTIONS, *_REWRITES):
-        text = pattern.sub(replacement, text)
+    for pattern, replacement, needs in (*_CONTRACTIONS, *_REWRITES):
+        if any(literal in text for literal in needs):
+            text = pattern.sub(replacement, text)
     text = _WRAPPERS.sub(" ", text)
     text = _FRONTED_CLAUSE.sub(r"\2 \1", text)
     return _TOKEN.findall(text)

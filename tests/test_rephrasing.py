@@ -163,3 +163,20 @@ def test_seconds_are_a_unit_and_second_an_ordinal() -> None:
     assert normalize("wait a second").content == ("wait", "1", "sec")
     assert "2th" in normalize("the second deploy").content
     assert not same("Why does the second deploy fail?", "Why does the deploy fail for 2 seconds?")
+
+
+def test_rewrite_guards_never_skip_a_rewrite_that_would_apply() -> None:
+    # Each rewrite runs only when its `needs` literals occur; that must be a pure speed-up.
+    from staffstore import matching
+
+    texts = [line.strip().removeprefix("= ") for line in REPHRASINGS.splitlines()]
+    texts += [
+        "What's the 9th of April outage? It's 4,000 people, 10mb, don't, won't, isn't",
+        "Why doesn't the in-cluster sign-up flow go up for 2 hours a day since pull requests?",
+    ]
+    for text in texts:
+        lowered = text.lower()
+        for pattern, replacement, needs in (*matching._CONTRACTIONS, *matching._REWRITES):
+            if pattern.search(lowered):
+                assert any(literal in lowered for literal in needs), (pattern.pattern, text)
+            lowered = pattern.sub(replacement, lowered)
