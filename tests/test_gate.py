@@ -35,6 +35,23 @@ async def stored(put: PutClaim) -> dict[str, Claim]:
 
 # -- paraphrases hit -----------------------------------------------------------------------------
 
+
+async def test_the_name_agent_is_the_agent_that_made_the_claim(
+    put: PutClaim, store: StaffStore
+) -> None:
+    claim = await put(KERNEL_Q, KERNEL_A, agent="kernel")
+    decision = await ask(store, "What did the Kernel agent find about ledger replay?")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+
+
+async def test_an_agent_the_claim_does_not_name_stays_a_word(
+    put: PutClaim, store: StaffStore
+) -> None:
+    await put(KERNEL_Q, KERNEL_A, agent="scout")
+    decision = await ask(store, "What did the Kernel agent find about ledger replay?")
+    assert decision.outcome == "miss"
+
+
 PARAPHRASES = [
     pytest.param(KERNEL_Q, KERNEL_Q, id="exact"),
     pytest.param("WHAT DID KERNEL FIND ABOUT LEDGER REPLAY?", KERNEL_Q, id="casing"),
