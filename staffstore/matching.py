@@ -395,6 +395,7 @@ def _lemma(word: str, *, verb: bool = True) -> str:
     return base
 
 
+@lru_cache(maxsize=65_536)  # words repeat across questions far more than questions do
 def _canonical(token: str, *, fold_verb: bool = True) -> str:
     if token in _PRONOUNS:
         return _PRONOUNS[token]
@@ -432,7 +433,7 @@ def _tokens_and_marks(text: str) -> list[str]:
     text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
     for pattern, replacement, needs in (*_CONTRACTIONS, *_REWRITES):
-        if any(literal in text for literal in needs):
+        if any(map(text.__contains__, needs)):
             text = pattern.sub(replacement, text)
     text = _WRAPPERS.sub(" ", text)
     text = _FRONTED_CLAUSE.sub(r"\2 \1", text)
