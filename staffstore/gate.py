@@ -29,7 +29,9 @@ from datetime import UTC, datetime
 
 from .matching import REFERENTS, Comparison, Normalized, compare, is_specific, normalize
 from .models import Claim, Decision, Turn
-from .store import StaffStore, SyncStore, as_of
+from .rows import as_of
+from .store import StaffStore
+from .sync_store import SyncStore
 
 #: Words in more of an owner's questions than this are left out of the widened lookup.
 NEAR_SEARCH_MAX_COUNT = 1_000

@@ -54,7 +54,8 @@ from .proxy_wire import (
 )
 from .proxy_writer import Writer
 from .serve_config import ServeConfig, WorkingSetMode, hash_key
-from .store import KeptAnswer, StaffStore, SyncStore, TurnRecord
+from .store import StaffStore
+from .sync_store import KeptAnswer, SyncStore, TurnRecord
 from .upstream import OpenRouter
 from .working_set import DEFAULT_SYSTEM, build_working_set
 

@@ -12,7 +12,8 @@ import pytest
 
 from staffstore.models import NewClaim, Receipt, utcnow
 from staffstore.proxy_writer import Writer
-from staffstore.store import StaffStore, TurnRecord
+from staffstore.store import StaffStore
+from staffstore.sync_store import TurnRecord
 
 
 def _receipt(receipt_id: str) -> Receipt:

@@ -20,7 +20,8 @@ from ..errors import StaffstoreError
 from ..identity import content_hash
 from ..models import ChatReply, Claim, Message, NewClaim, Turn
 from ..mouth import ensure_mouth
-from ..store import StaffStore, claim_id
+from ..rows import claim_id
+from ..store import StaffStore
 from ..working_set import approximate_tokens
 from .pool import Finding
 

@@ -1,0 +1,112 @@
+"""How the store's rows read and write: claims and receipts as SQL rows, times as epochs.
+
+Shared by the async StaffStore (store.py) and its synchronous lookups (sync_store.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import CorruptStoreError, StoreError
+from .identity import content_hash
+from .models import Claim, NewClaim, Receipt
+
+# Fields that make up a claim's identity: the finding and where it came from. Status, expiry
+# and timestamps are lifecycle, not identity, so storing the same finding twice is a no-op.
+IDENTITY_FIELDS = (
+    "owner", "agent", "question", "answer", "source",
+    "job_id", "repository", "profile", "revision", "inputs_fingerprint",
+)  # fmt: skip
+
+CLAIM_COLUMNS = (
+    "id, owner, agent, question, answer, source, job_id, repository, profile, revision, "
+    "inputs_fingerprint, status, expires_at, created_at, superseded_by"
+)
+QUALIFIED_CLAIM_COLUMNS = ", ".join("c." + name.strip() for name in CLAIM_COLUMNS.split(","))
+
+
+def claim_id(claim: NewClaim) -> str:
+    """The claim's identity: a hash over the canonical JSON of its identity fields."""
+    return content_hash({name: getattr(claim, name) for name in IDENTITY_FIELDS})
+
+
+def epoch_of(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def datetime_of(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime_at(epoch)
+
+
+def datetime_at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def now_epoch(now: datetime | None) -> float:
+    return now.timestamp() if now is not None else time.time()
+
+
+def as_of(claim: Claim, epoch: float) -> Claim:
+    """The claim with its status as the clock has it: a live claim past expiry is expired."""
+    if claim.status == "live" and claim.expires_at and claim.expires_at.timestamp() <= epoch:
+        return claim.model_copy(update={"status": "expired"})
+    return claim
+
+
+def fts_all(words: Sequence[str]) -> str:
+    """A MATCH expression: every word, in the question's content column."""
+    return "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
+
+
+def fts_phrase(word: str) -> str:
+    """Quote one word for MATCH, so operators in user text (OR, NOT, *, :) lose their power."""
+    return '"' + word.replace('"', '""') + '"'
+
+
+def row_to_claim(row: Sequence[Any]) -> Claim:
+    (id_, owner, agent, question, answer, source, job_id, repository, profile, revision,
+     fingerprint, status, expires_at, created_at, superseded_by) = row  # fmt: skip
+    return Claim(
+        id=id_, owner=owner, agent=agent, question=question, answer=answer, source=source,
+        job_id=job_id, repository=repository, profile=profile, revision=revision,
+        inputs_fingerprint=fingerprint, status=status, expires_at=datetime_of(expires_at),
+        created_at=datetime_at(created_at), superseded_by=superseded_by,
+    )  # fmt: skip
+
+
+RECEIPT_COLUMNS = (
+    "id", "owner", "outcome", "reason", "status", "model", "prompt_tokens", "completion_tokens",
+    "cost_usd", "inference_avoided", "inference_attempted", "latency_ms", "started_at",
+    "finished_at", "session_id", "claim_id", "question", "answer", "error",
+)  # fmt: skip
+
+
+def receipt_row(receipt: Receipt) -> tuple[Any, ...]:
+    values = receipt.model_dump()
+    values["started_at"] = receipt.started_at.timestamp()
+    values["finished_at"] = receipt.finished_at.timestamp()
+    values["inference_avoided"] = int(receipt.inference_avoided)
+    values["inference_attempted"] = int(receipt.inference_attempted)
+    return tuple(values[name] for name in RECEIPT_COLUMNS)
+
+
+def row_to_receipt(row: Sequence[Any]) -> Receipt:
+    values = dict(zip(RECEIPT_COLUMNS, row, strict=True))
+    values["started_at"] = datetime_of(values["started_at"])
+    values["finished_at"] = datetime_of(values["finished_at"])
+    values["inference_avoided"] = bool(values["inference_avoided"])
+    values["inference_attempted"] = bool(values["inference_attempted"])
+    return Receipt(**values)
+
+
+def damaged(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    # A file with a valid header can still have damaged pages; say so plainly.
+    message = str(error)
+    if "malformed" in message or "not a database" in message:
+        return CorruptStoreError(f"{path} is damaged: {message}")
+    return StoreError(f"{path}: {message}")

@@ -1,0 +1,250 @@
+"""SyncStore: the store's hot-path queries as plain calls on its SQLite connection.
+
+StaffStore.run_sync runs them on the connection's own thread, so a gate lookup of several
+queries, or a whole batch of turns, costs the event loop one round trip instead of one per
+statement.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .models import Claim, Receipt, Role
+from .rows import (
+    QUALIFIED_CLAIM_COLUMNS,
+    RECEIPT_COLUMNS,
+    damaged,
+    datetime_at,
+    datetime_of,
+    epoch_of,
+    fts_all,
+    now_epoch,
+    receipt_row,
+    row_to_claim,
+)
+
+
+class SyncStore:
+    """The store's hot-path queries as plain calls on its SQLite connection.
+
+    Only for work that StaffStore.run_sync runs on the store's database thread: there a
+    lookup of several queries, or a whole transaction, costs the event loop one round trip.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._connection = connection
+        self.path = path
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._connection.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as error:
+            raise damaged(self.path, error) from error
+
+    # -- the gate's lookups --------------------------------------------------------------------
+
+    def fts_claims(
+        self,
+        match: str,
+        owner: str,
+        limit: int,
+        *,
+        ranked: bool,
+        where: str = "",
+        params: Sequence[Any] = (),
+    ) -> list[Claim]:
+        """The owner's claims that FTS5 `match`es, best first when `ranked`."""
+        # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+        # claims and match each one.
+        order = " ORDER BY claims_fts.rank" if ranked else ""
+        rows = self.fetchall(
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS} "
+            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+            f"WHERE claims_fts MATCH ? AND c.owner = ?{where}{order} LIMIT ?",
+            (match, owner, *params, limit),
+        )
+        return [row_to_claim(row) for row in rows]
+
+    def candidate_claims(
+        self, owner: str, key: str, rare: Sequence[str], *, limit: int = 64
+    ) -> list[Claim]:
+        """Claims of any status whose question has the content `key`, or holds every word of
+        `rare` (see rarest_words), in one query."""
+        sql = (
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS} FROM claims c WHERE c.owner = ? AND c.search_key = ?"
+        )
+        params: list[Any] = [owner, key]
+        if rare:
+            # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+            # claims and match each one.
+            # UNION ALL runs left to right: same-content questions come first, within LIMIT.
+            sql += (
+                f" UNION ALL SELECT {QUALIFIED_CLAIM_COLUMNS} "
+                "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+                "WHERE claims_fts MATCH ? AND c.owner = ?"
+            )
+            params += [fts_all(rare), owner]
+        rows = self.fetchall(sql + " LIMIT ?", [*params, limit])
+        unique = {row[0]: row for row in rows}  # a claim can come from both halves
+        return [row_to_claim(row) for row in unique.values()]
+
+    def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
+        """Claims whose question holds all words of `rare` but one: a typo or one changed word."""
+        if not rare:
+            return []
+        if len(rare) == 1:
+            match = fts_all(rare)
+        else:
+            clauses = [fts_all([w for w in rare if w != left_out]) for left_out in rare]
+            match = " OR ".join(clauses)
+        return self.fts_claims(match, owner, limit, ranked=False)
+
+    def rarest_words(
+        self, owner: str, words: Sequence[str], *, keep: int = 3
+    ) -> tuple[list[tuple[str, int]], bool]:
+        """The `keep` rarest of `words` among the owner's questions with their counts, and
+        whether every word occurs in some question (else no question can hold them all).
+
+        Looking candidates up by their rarest words keeps FTS5 off the long doclists of
+        common words, which are what make a lookup slow.
+        """
+        unique = sorted(set(words))
+        if not unique:
+            return [], True
+        marks = ", ".join("?" for _ in unique)
+        counts = dict(
+            self.fetchall(
+                f"SELECT term, n FROM term_counts WHERE owner = ? AND term IN ({marks})",
+                (owner, *unique),
+            )
+        )
+        known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
+        return [(word, counts[word]) for word in known], len(counts) == len(unique)
+
+    # -- the HTTP proxy's turns and kept answers -----------------------------------------------
+    # A kept answer is one the proxy paid for, addressed by a hash of the request, so the very
+    # same request from the same owner is served again without a model call.
+
+    def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
+        """Create-or-get the id of the owner's session called `name`, in one statement."""
+        # An upsert that changes nothing, so that RETURNING yields the row on a conflict too.
+        rows = self._connection.execute(
+            "INSERT INTO sessions (id, owner, name, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (owner, name) DO UPDATE SET name = excluded.name RETURNING id",
+            (uuid.uuid4().hex, owner, name, now_epoch(now)),
+        ).fetchall()
+        return str(rows[0][0])
+
+    def kept_answer(
+        self,
+        owner: str,
+        namespace: str,
+        request_hash: str,
+        *,
+        max_age: float | None = None,
+        now: datetime | None = None,
+    ) -> KeptAnswer | None:
+        """The owner's unexpired kept answer to this request, no older than `max_age` seconds."""
+        moment = now_epoch(now)
+        oldest = moment - max_age if max_age is not None else None
+        rows = self.fetchall(
+            "SELECT receipt_id, model, answer, created_at, expires_at FROM kept_answers "
+            "WHERE owner = ? AND namespace = ? AND request_hash = ? "
+            "AND (expires_at IS NULL OR expires_at > ?) AND (? IS NULL OR created_at >= ?)",
+            (owner, namespace, request_hash, moment, oldest, oldest),
+        )
+        for receipt_id, model, answer, created_at, expires_at in rows:
+            return KeptAnswer(
+                owner=owner, namespace=namespace, request_hash=request_hash,
+                receipt_id=receipt_id, model=model, answer=answer,
+                created_at=datetime_at(created_at), expires_at=datetime_of(expires_at),
+            )  # fmt: skip
+        return None
+
+    def _session_of(self, record: TurnRecord, now: datetime | None) -> str | None:
+        if record.session_id is None and record.session_name is not None:
+            return self.ensure_session_id(record.receipt.owner, record.session_name, now=now)
+        return record.session_id
+
+    def record_turns(
+        self, records: Sequence[TurnRecord], *, now: datetime | None = None
+    ) -> list[str | None]:
+        """Write many turns (receipts, session messages, kept answers) in one transaction.
+
+        A record naming its session by `session_name` (no `session_id`) gets the session
+        created or found in the same transaction. Returns each record's session id. One
+        statement per table for the whole batch, so a busy proxy commits many turns at once.
+        The connection is shared: a caller running turns concurrently must serialize its
+        writes (the proxy has one writer task), or one BEGIN meets another's transaction.
+        """
+        moment = now_epoch(now)
+        kept = [record.kept for record in records if record.kept is not None]
+        self._connection.execute("BEGIN IMMEDIATE")
+        try:
+            session_ids = [self._session_of(record, now) for record in records]
+            messages = [
+                (session_id, role, content, moment)
+                for record, session_id in zip(records, session_ids, strict=True)
+                if session_id is not None
+                for role, content in record.messages
+            ]
+            if messages:
+                self._connection.executemany(
+                    "INSERT INTO messages (session_id, role, content, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    messages,
+                )
+            if kept:
+                self._connection.executemany(
+                    "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, "
+                    "receipt_id, model, answer, created_at, expires_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(k.owner, k.namespace, k.request_hash, k.receipt_id, k.model, k.answer,
+                      k.created_at.timestamp(), epoch_of(k.expires_at)) for k in kept],
+                )  # fmt: skip
+            placeholders = ", ".join("?" for _ in RECEIPT_COLUMNS)
+            self._connection.executemany(
+                f"INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)}) VALUES ({placeholders})",
+                [
+                    receipt_row(record.receipt.model_copy(update={"session_id": session_id}))
+                    for record, session_id in zip(records, session_ids, strict=True)
+                ],
+            )
+            self._connection.execute("COMMIT")
+        except BaseException:
+            self._connection.execute("ROLLBACK")
+            raise
+        return session_ids
+
+
+@dataclass(frozen=True)
+class KeptAnswer:
+    """A paid answer kept for its request: served again for an exact repeat of that request."""
+
+    owner: str
+    namespace: str
+    request_hash: str
+    receipt_id: str
+    model: str | None
+    answer: str
+    created_at: datetime
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What one turn writes: its receipt, the messages it adds to a session, a kept answer."""
+
+    receipt: Receipt
+    session_id: str | None = None
+    messages: Sequence[tuple[Role, str]] = ()
+    kept: KeptAnswer | None = None
+    #: The name of the receipt owner's session, to create or find while writing, when
+    #: `session_id` is not known yet (saves a round trip before the turn is answered).
+    session_name: str | None = None
