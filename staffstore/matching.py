@@ -480,6 +480,12 @@ class Normalized:
         return informative or searchable
 
 
+#: The version of what normalize makes of a question. Stores keep each claim's content words
+#: (its search key) and re-key themselves on open when this differs from the version that wrote
+#: them, so bump it with any change that alters some question's content words.
+KEY_VERSION = 2
+
+
 @lru_cache(maxsize=65_536)
 def normalize(text: str) -> Normalized:
     """Reduce a question to canonical words and content words (cached: turns repeat)."""

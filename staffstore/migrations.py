@@ -6,6 +6,18 @@ store made by an older staffstore opens and upgrades itself. New tables arrive a
 
 from __future__ import annotations
 
+# Fills term_counts from every claim's search key (space-separated content words).
+COUNT_TERMS = """
+    INSERT INTO term_counts (owner, term, n)
+    WITH RECURSIVE split (owner, term, rest) AS (
+        SELECT owner, '', search_key || ' ' FROM claims
+        UNION ALL
+        SELECT owner, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
+        FROM split WHERE rest <> ''
+    )
+    SELECT owner, term, count(*) FROM split WHERE term <> '' GROUP BY owner, term
+"""
+
 MIGRATIONS: list[list[str]] = [
     # 1: sessions and messages, claims with their FTS5 index, artifacts, receipts.
     [
@@ -146,15 +158,15 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (owner, term)
         ) WITHOUT ROWID
         """,
+        COUNT_TERMS,
+    ],
+    # 4: settings the store keeps about itself, such as which matcher wrote its search keys.
+    [
         """
-        INSERT INTO term_counts (owner, term, n)
-        WITH RECURSIVE split (owner, term, rest) AS (
-            SELECT owner, '', search_key || ' ' FROM claims
-            UNION ALL
-            SELECT owner, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
-            FROM split WHERE rest <> ''
-        )
-        SELECT owner, term, count(*) FROM split WHERE term <> '' GROUP BY owner, term
+        CREATE TABLE store_settings (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        ) WITHOUT ROWID
         """,
     ],
 ]

@@ -21,7 +21,7 @@ import aiosqlite
 
 from .errors import CorruptStoreError, NotFoundError, StoreError
 from .identity import bytes_hash
-from .matching import STOPWORDS, normalize, tokens
+from .matching import KEY_VERSION, STOPWORDS, normalize, tokens
 from .migrations import MIGRATIONS
 from .models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 from .rows import (
@@ -109,6 +109,7 @@ class StaffStore:
         await self._db.execute("PRAGMA cache_size = -65536")  # 64 MiB
         await self._db.execute("PRAGMA mmap_size = 268435456")  # 256 MiB
         await self.migrate()
+        await self.run_sync(lambda sync: sync.rekey_claims(KEY_VERSION))
 
     async def migrate(self) -> int:
         """Apply the migrations this file has not seen yet; return the schema version."""

@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .matching import normalize
+from .migrations import COUNT_TERMS
 from .models import Claim, Receipt, Role
 from .rows import (
     QUALIFIED_CLAIM_COLUMNS,
@@ -28,6 +30,8 @@ from .rows import (
     receipt_row,
     row_to_claim,
 )
+
+_KEY_VERSION_SETTING = "search_key_version"
 
 
 class SyncStore:
@@ -126,6 +130,51 @@ class SyncStore:
         )
         known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
         return [(word, counts[word]) for word in known], len(counts) == len(unique)
+
+    # -- search keys ---------------------------------------------------------------------------
+
+    def rekey_claims(self, version: int) -> int:
+        """Bring every claim's search key to the matcher of `version`; return how many changed.
+
+        A store written by an older staffstore keeps the content words its matcher made; the
+        gate looks candidates up by the current matcher's words, so a stale key would hide a
+        claim from its own question. Runs once per version: one transaction that recomputes the
+        keys (the FTS5 index follows by trigger), recounts the words and records the version.
+        """
+        if self._key_version() == version:
+            return 0
+        self._connection.execute("BEGIN IMMEDIATE")
+        try:
+            changed = 0
+            if self._key_version() != version:  # another process may have done it meanwhile
+                changed = self._rewrite_keys()
+                self._connection.execute("DELETE FROM term_counts")
+                self._connection.execute(COUNT_TERMS)
+                self._connection.execute(
+                    "INSERT OR REPLACE INTO store_settings (name, value) VALUES (?, ?)",
+                    (_KEY_VERSION_SETTING, str(version)),
+                )
+            self._connection.execute("COMMIT")
+        except BaseException:
+            self._connection.execute("ROLLBACK")
+            raise
+        return changed
+
+    def _key_version(self) -> int | None:
+        rows = self.fetchall(
+            "SELECT value FROM store_settings WHERE name = ?", (_KEY_VERSION_SETTING,)
+        )
+        return int(rows[0][0]) if rows else None
+
+    def _rewrite_keys(self) -> int:
+        rows = self._connection.execute("SELECT rowid, question, search_key FROM claims")
+        stale = [
+            (key, rowid)
+            for rowid, question, old_key in rows.fetchall()
+            if (key := normalize(question).key) != old_key
+        ]
+        self._connection.executemany("UPDATE claims SET search_key = ? WHERE rowid = ?", stale)
+        return len(stale)
 
     # -- the HTTP proxy's turns and kept answers -----------------------------------------------
     # A kept answer is one the proxy paid for, addressed by a hash of the request, so the very

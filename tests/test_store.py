@@ -384,3 +384,61 @@ async def test_live_claim_past_expiry_is_not_listed_as_live(
 ) -> None:
     await put(KERNEL_Q, "Replays are deterministic.", expires_at=MOMENT)
     assert await store.list_claims("alice", status="live", now=MOMENT + timedelta(hours=1)) == []
+
+
+# -- search keys follow the matcher ---------------------------------------------------------------
+
+DNS_Q = "Why do DNS lookups inside the cluster take 5 seconds?"
+
+
+async def test_keys_written_by_an_older_matcher_are_rewritten_on_open(db_path: Path) -> None:
+    from staffstore.gate import query_first
+    from staffstore.matching import KEY_VERSION, normalize
+    from staffstore.models import Turn
+
+    async with StaffStore.open(db_path) as store:
+        await store.ensure_claim(NewClaim(owner="alice", question=DNS_Q, answer="ndots:5"))
+    # What an older staffstore left: its own content words, counted, and its version.
+    with sqlite3.connect(db_path) as db:
+        db.execute("UPDATE claims SET search_key = 'why dns lookup inside cluster tak 5 2th'")
+        db.execute("DELETE FROM term_counts")
+        db.execute("INSERT INTO term_counts VALUES ('alice', '2th', 1)")
+        db.execute("UPDATE store_settings SET value = ?", (str(KEY_VERSION - 1),))
+
+    async with StaffStore.open(db_path) as store:
+        decision = await query_first(store, Turn(owner="alice", text=DNS_Q.lower()))
+    assert decision.outcome == "hit"
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT search_key FROM claims").fetchone()[0] == normalize(DNS_Q).key
+        terms = dict(db.execute("SELECT term, n FROM term_counts WHERE owner = 'alice'"))
+        version = db.execute("SELECT value FROM store_settings").fetchone()[0]
+    assert terms == {word: 1 for word in normalize(DNS_Q).content}
+    assert version == str(KEY_VERSION)
+
+
+# The content words normalize makes of these questions, as of KEY_VERSION. When a change to
+# matching.py alters them, stores must re-key: bump KEY_VERSION and record the new digest here.
+KEY_PROBES = [
+    "What did the Kernel agent find about ledger replay?",
+    "Why do in-cluster DNS lookups sometimes take 5 seconds?",
+    "Why's the acme/web login e2e test flaky? thanks!",
+    "What was the root cause of the 9 April outage?",
+    "Which packages get rebuilt when shared/utils changes?",
+    "Why aren't push notifications delivered on Android 14?",
+    "How many customers are using the Python SDK versus the JavaScript SDK?",
+    "Are there any GPL-licensed dependencies in acme/web, right now?",
+    "What should I have done in the following situation?",
+    "Why do websocket connections drop after sixty seconds, 40 percent of the time?",
+]
+KEY_DIGESTS = {2: "47e38cc32ed80718"}
+
+
+def test_key_version_names_what_normalize_makes_of_questions() -> None:
+    from staffstore.matching import KEY_VERSION, normalize
+
+    keys = "\n".join(normalize(question).key for question in KEY_PROBES)
+    digest = hashlib.sha256(keys.encode()).hexdigest()[:16]
+    assert KEY_DIGESTS.get(KEY_VERSION) == digest, (
+        f"normalize now gives digest {digest}: bump matching.KEY_VERSION so stores re-key, "
+        "and record the digest in KEY_DIGESTS"
+    )
