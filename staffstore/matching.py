@@ -519,7 +519,7 @@ def normalize(text: str) -> Normalized:
             # "doesn't ever reuse" is "never reuses": one negation, where "ever" stood.
             at = len(content) - 1 - content[::-1].index("not")
             del content[at]
-            words.remove("not")
+            del words[len(words) - 1 - words[::-1].index("not")]
             breaks = {i if i <= at else i - 1 for i in breaks}
             verbal = {i if i < at else i - 1 for i in verbal if i != at}
             word = "never"

@@ -3,8 +3,9 @@
 matching.compare requires a turn's content words to come in the stored question's order. A few
 grammatical alternations move words without changing what is asked, and each leaves a mark that
 a mere word swap does not: a preposition or "by" that one side has and the other lacks, a
-passive auxiliary, a negation that stays one negation. Those are recognised here, one
-alternation per comparison (a negation that moved may come with one more):
+passive auxiliary, a negation that stays one negation, an "and" between the swapped words.
+Those are recognised here, one alternation per comparison (a negation that moved may come with
+one more):
 
     of-phrase      "the size of the pool"            / "the pool size"
                    "the LCP on the pricing page"      / "the pricing page's LCP"
@@ -12,6 +13,11 @@ alternation per comparison (a negation that moved may come with one more):
     bare passive   "how long are logs kept"          / "how long do we keep logs"
     negation       "why can engineers not reach X"   / "why can't engineers reach X"
     version        "the iOS 5.2 build"               / "the 5.2 iOS build"
+    conjuncts      "the memory and CPU limits"       / "the CPU and memory limits"
+    preposition    "crash at launch"                 / "crash on launch" (long questions only)
+
+A moved block never crosses a phrase boundary (punctuation, an auxiliary, a conjunction: see
+matching.Normalized.breaks), so "in Europe and in Belgium" cannot become "in Belgium and Europe".
 
 Everything else stays a different question. PAWS-style swaps ("flights from A to B" / "from
 B to A") keep every word, so they can never look like an alternation that adds or drops one.
@@ -37,6 +43,9 @@ MIN_WORDS_FOR_SWAP = 6
 
 #: Longest block (in content words) an alternation may move: a short noun phrase.
 MAX_BLOCK = 4
+
+#: A passive's patient or agent may carry a phrase of its own: "the leaked key in acme/web".
+_LONG_BLOCK = 6
 
 _BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "am"})
 _ARTICLES = frozenset({"the", "a", "an"})
@@ -192,10 +201,6 @@ def _passive(passive: Side, active: Side, fixed: frozenset[str]) -> bool:
                     ):
                         return True
     return False
-
-
-#: A patient or agent may carry its own prepositional phrase: "the leaked key in acme/web".
-_LONG_BLOCK = 6
 
 
 def _movable(block: Sequence[str]) -> bool:
