@@ -44,6 +44,10 @@ MIN_WORDS_FOR_SWAP = 6
 #: Longest block (in content words) an alternation may move: a short noun phrase.
 MAX_BLOCK = 4
 
+#: Questions longer than this (in content words) are compared word for word only: the search
+#: for an alternation grows with the square of the length, and no question is that long.
+MAX_WORDS = 64
+
 #: A passive's patient or agent may carry a phrase of its own: "the leaked key in acme/web".
 _LONG_BLOCK = 6
 
@@ -100,6 +104,8 @@ def is_rephrasing(turn: Side, claim: Side, fixed: frozenset[str]) -> bool:
     `fixed` holds words no moved block may carry: prepositions, pronouns, modals and question
     words, whose place decides what is asked.
     """
+    if len(turn.seq) > MAX_WORDS or len(claim.seq) > MAX_WORDS:
+        return False
     if _one_alternation(turn, claim, fixed):
         return True
     moved = _without_moved_negation(turn, claim, fixed)

@@ -180,3 +180,13 @@ def test_rewrite_guards_never_skip_a_rewrite_that_would_apply() -> None:
             if pattern.search(lowered):
                 assert any(literal in lowered for literal in needs), (pattern.pattern, text)
             lowered = pattern.sub(replacement, lowered)
+
+
+def test_a_long_turn_is_compared_word_for_word_only() -> None:
+    # A stored question of hundreds of words gets no alternation search (it grows with the
+    # square of the length); word for word, the same question still hits.
+    words = [f"part{number}" for number in range(100)]
+    stored = "Why does " + " ".join(words) + " fail by night?"
+    reordered = "Why does " + " ".join(reversed(words)) + " fail by night?"
+    assert same(stored, stored)
+    assert not same(reordered, stored)
