@@ -139,6 +139,20 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
             "Why do requests to the billing API from CI time out?",
             "Why do requests from the billing API to CI time out?",
         ),
+        # an alternation keeps every other word: another agent, head or time is another question
+        (
+            "Why was the 5.2 iOS build rejected by QA?",
+            "Why did App Review reject the 5.2 iOS build?",
+        ),
+        ("What is the size of the pool on staging?", "What is the staging pool timeout?"),
+        (
+            "Why does the deploy of acme/api fail after the migration?",
+            "Why does the acme/api deploy fail before the migration?",
+        ),
+        (
+            "Why do requests to the billing API time out in production?",
+            "Why do requests from the billing API time out in production?",
+        ),
         # after "between", auxiliaries are the words asked about
         (
             "What is the difference between would have been and will have been?",
