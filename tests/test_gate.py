@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hostile_text import FTS5_SYNTAX, SQL_INJECTION
 
 from staffstore.gate import query_first
 from staffstore.models import Claim, Decision, Turn
@@ -244,25 +245,8 @@ async def test_one_megabyte_text_misses(store: StaffStore, stored: dict[str, Cla
     assert (await ask(store, KERNEL_Q + " ledger" * 150_000)).outcome == "miss"
 
 
-HOSTILE_TURNS = [
-    '"',
-    'ledger" OR "replay',
-    "kernel OR ledger",
-    "NOT replay",
-    "NEAR(ledger replay, 2)",
-    "ledg*",
-    "-replay",
-    "question: ledger",
-    "search_key : kernel",
-    "{question answer} : kernel",
-    "^kernel",
-    "(ledger",
-    "ledger))",
-    "kernel AND",
-    "OR",
-    "ledger\x00replay",
-]
-SQL_TURNS = ["'; DROP TABLE claims; --", "Robert'); DROP TABLE claims;--"]
+HOSTILE_TURNS = FTS5_SYNTAX
+SQL_TURNS = SQL_INJECTION
 
 
 @pytest.mark.parametrize("text", HOSTILE_TURNS + SQL_TURNS)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hostile_text import FTS5_SYNTAX, SQL_INJECTION
 
 from staffstore.errors import CorruptStoreError, NotFoundError, StoreError
 from staffstore.migrations import MIGRATIONS
@@ -223,28 +224,12 @@ async def test_search_after_retract_shows_the_claim_retracted(
 
 
 HOSTILE_SEARCHES = [
+    *FTS5_SYNTAX,
+    *SQL_INJECTION,
     '"ledger replay"',
-    '"',
     'ledger" OR "anything',
     "ledger OR kernel",
-    "NOT replay",
-    "replay NOT ledger",
-    "NEAR(ledger replay, 2)",
-    "ledg*",
-    "*",
-    "-replay",
-    "question: ledger",
-    "search_key : kernel",
-    "{question answer} : kernel",
-    "^kernel",
-    "(ledger",
-    "ledger))",
-    "kernel AND",
-    "OR",
-    "'; DROP TABLE claims; --",
-    "Robert'); DROP TABLE claims;--",
     "drop table",
-    "ledger\x00replay",
 ]
 
 
