@@ -428,7 +428,8 @@ _FRONTED_CLAUSE = re.compile(
 )
 
 
-def _tokens_and_marks(text: str) -> list[str]:
+def _tokens_and_marks(text: str) -> tuple[list[str], frozenset[int]]:
+    """The tokens, and the indexes of those that are part of a path such as "acme/api"."""
     # "US" the country, before lower-casing makes it "us" the pronoun.
     text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
@@ -437,12 +438,23 @@ def _tokens_and_marks(text: str) -> list[str]:
             text = pattern.sub(replacement, text)
     text = _WRAPPERS.sub(" ", text)
     text = _FRONTED_CLAUSE.sub(r"\2 \1", text)
-    return _TOKEN.findall(text)
+    found = list(_TOKEN.finditer(text))
+    in_path = frozenset(
+        index
+        for index, match in enumerate(found)
+        if "/" in (text[match.start() - 1 : match.start()], text[match.end() : match.end() + 1])
+    )
+    return [match.group() for match in found], in_path
 
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens with contractions expanded and wrappers removed."""
-    return [token for token in _tokens_and_marks(text) if token not in _PHRASE_MARKS]
+    return [token for token in _tokens_and_marks(text)[0] if token not in _PHRASE_MARKS]
+
+
+def _is_name(token: str) -> bool:
+    """Written as an identifier: a host name, a dotted name or version, a word with digits."""
+    return "." in token or any(ch.isdigit() for ch in token)
 
 
 @dataclass(frozen=True)
@@ -458,6 +470,8 @@ class Normalized:
     verbal: frozenset[int] = frozenset()
     #: How each content word was typed, for typos that stemming would hide ("cahce").
     spellings: tuple[tuple[str, str], ...] = ()
+    #: Content positions typed as identifiers ("acme/api", "api.acme.dev", "5.2").
+    names: frozenset[int] = frozenset()
     content_set: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -489,11 +503,12 @@ KEY_VERSION = 2
 @lru_cache(maxsize=65_536)
 def normalize(text: str) -> Normalized:
     """Reduce a question to canonical words and content words (cached: turns repeat)."""
-    raw = _tokens_and_marks(text)
+    raw, in_path = _tokens_and_marks(text)
     words: list[str] = []
     content: list[str] = []
     breaks: set[int] = set()  # content positions that start a new phrase
     verbal: set[int] = set()  # content positions written as a verb form ("died", "kept")
+    names: set[int] = set()  # content positions typed as identifiers
     spellings: dict[str, str] = {}
     phrase_ended = False
     plural: str | None = None  # the latest plural noun, which "ones" stands for
@@ -545,6 +560,8 @@ def normalize(text: str) -> Normalized:
         phrase_ended = False
         if _is_participle(token):
             verbal.add(len(content))
+        if index in in_path or _is_name(token):
+            names.add(len(content))
         words.append(word)
         content.append(word)
         spellings.setdefault(word, token)
@@ -556,6 +573,7 @@ def normalize(text: str) -> Normalized:
         frozenset(breaks),
         frozenset(verbal),
         tuple(spellings.items()),
+        frozenset(names),
     )
 
 
@@ -702,8 +720,8 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
     extra = frozenset(mapped) - claim.content_set
     order_ok = not missing and not extra and same_order(mapped, claim.content)
     if not order_ok and is_rephrasing(
-        Side(mapped, turn.breaks, turn.verbal, turn.words),
-        Side(list(claim.content), claim.breaks, claim.verbal, claim.words),
+        Side(mapped, turn.breaks, turn.verbal, turn.words, turn.names),
+        Side(list(claim.content), claim.breaks, claim.verbal, claim.words, claim.names),
         _FIXED,
     ):
         # One of English's two ways of asking it: nothing is missing, nothing is extra.
@@ -725,6 +743,7 @@ def _compounds_as_in(turn: Normalized, claim: Normalized) -> Normalized:
     content: list[str] = []
     breaks: set[int] = set()
     verbal: set[int] = set()
+    names: set[int] = set()
     changed = False
     index = 0
     while index < len(turn.content):
@@ -734,6 +753,8 @@ def _compounds_as_in(turn: Normalized, claim: Normalized) -> Normalized:
             breaks.add(len(content))
         if index in turn.verbal:
             verbal.add(len(content))
+        if index in turn.names:
+            names.add(len(content))
         if word not in claim.content_set and word + pair in claim.content_set:
             content.append(word + pair)  # "gpl licensed" as the claim's "gpllicensed"
             index += 2
@@ -748,7 +769,12 @@ def _compounds_as_in(turn: Normalized, claim: Normalized) -> Normalized:
     if not changed:
         return turn
     return Normalized(
-        turn.words, tuple(content), frozenset(breaks), frozenset(verbal), turn.spellings
+        turn.words,
+        tuple(content),
+        frozenset(breaks),
+        frozenset(verbal),
+        turn.spellings,
+        frozenset(names),
     )
 
 

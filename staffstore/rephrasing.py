@@ -64,6 +64,7 @@ class Side:
     breaks: frozenset[int]  # positions in seq that start a new phrase
     verbal: frozenset[int]  # positions in seq written as verb forms
     words: Sequence[str]  # every word, function words too (the bare passive needs them)
+    names: frozenset[int] = frozenset()  # positions in seq typed as identifiers ("acme/api")
 
     def one_phrase(self, start: int, end: int) -> bool:
         """True when seq[start:end] does not cross a phrase boundary."""
@@ -88,6 +89,10 @@ class Side:
             and not any(start <= i < end for i in self.verbal)
         )
 
+    def named(self, start: int, end: int) -> bool:
+        """True when every word of seq[start:end] was typed as an identifier."""
+        return all(i in self.names for i in range(start, end))
+
     def without(self, at: int) -> Side:
         """This side with the word at `at` taken out; a phrase start there moves on."""
         return Side(
@@ -95,6 +100,7 @@ class Side:
             frozenset(i if i <= at else i - 1 for i in self.breaks),
             frozenset(i if i < at else i - 1 for i in self.verbal if i != at),
             self.words,
+            frozenset(i if i < at else i - 1 for i in self.names if i != at),
         )
 
 
@@ -131,7 +137,7 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
     (word, count), *others = (surplus or shortfall).items()
     if others or count != 1:
         return False
-    if word in OF_LIKE:
+    if word in OF_LIKE or word == "for":
         return _of_phrase(longer, shorter, word, fixed)
     if word == "by":
         return _passive(longer, shorter, fixed)
@@ -161,6 +167,8 @@ def _of_phrase(longer: Side, shorter: Side, preposition: str, fixed: frozenset[s
             for end in range(at + 2, min(len(seq), at + 1 + MAX_BLOCK) + 1):
                 if not longer.nominal(at + 1, end, fixed):
                     continue
+                if preposition == "for" and not longer.named(at + 1, end):
+                    continue  # "the image for acme/api", not "the best sites for blogs"
                 head, modifier = seq[start:at], seq[at + 1 : end]
                 if shorter.seq == seq[:start] + modifier + head + seq[end:] and (
                     shorter.one_phrase(start, end - 1)

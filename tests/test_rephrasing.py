@@ -24,6 +24,10 @@ REPHRASINGS = """
     = Does the acme/api test suite pass on Python 3.12?
     Why is the acme/web login e2e test flaky?
     = Why is the login e2e test in acme/web flaky?
+    When does the api.acme.dev TLS certificate expire?
+    = When does the TLS certificate for api.acme.dev expire?
+    Why is the Docker image for acme/api 2.1 GB?
+    = Why is the acme/api Docker image 2.1 GB?
     # the passive, with and without its agent
     Why did App Review reject the 5.2 iOS build?
     = Why was the 5.2 iOS build rejected by App Review?
@@ -130,6 +134,9 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
         ("He is not a doctor but a lawyer", "He is a doctor but not a lawyer"),
         # "for" and "at" are not "of": a magazine for X is not always X's magazine
         ("What is the best magazine for kids?", "What is the best kids magazine?"),
+        # ... unless X is typed as an identifier; even then only X moves, not the words after
+        ("What is the best site for blogs?", "What is the best blog site?"),
+        ("Why is the image for acme/api big?", "Why is the acme/api big image?"),
         ("Why does the app crash at launch?", "Why does the app crash on launch?"),
         (
             "What is the effect of caching in the new checkout flow?",
