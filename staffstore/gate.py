@@ -7,7 +7,8 @@ reason code a person can read:
 
     empty                the turn has no text, or only politeness
     too_long             longer than any question worth caching
-    follow_up            the turn leans on earlier context ("and why?", "the second one")
+    follow_up            the turn leans on context it does not carry ("and why?", "the second
+                         one", "what does this error mean?")
     no_candidate         no stored question shares its words
     below_threshold      the nearest stored question asks something else
     changed_requirement  nearly the stored question, but a number, version, name, platform,
@@ -44,6 +45,20 @@ _FOLLOW_UP_OPENING = re.compile(
     r"^\W*(?:and|but|also|plus|so|then|ok(?:ay)?\s+(?:and|so|but)|what\s+about|how\s+about|"
     r"what\s+if|same\s+(?:for|with|question)|why\s+not|why\s+is\s+that|says\s+who|"
     r"what\s+else|anything\s+else|and\s+then)\b",
+    re.IGNORECASE,
+)
+
+
+# "this error", "these logs", "the following program": the question points at something outside
+# its own text, so two people who type it word for word may be asking about different things.
+# A demonstrative before a time ("this week", "these days") or in quotes (JavaScript's `this`)
+# points at nothing.
+_POINTS_ELSEWHERE = re.compile(
+    r"(?<![\w'\"`])(?:this|these|those)(?![\w'\"`])"
+    r"(?!\s+(?:year|month|week|weekend|quarter|sprint|release|morning|afternoon|evening|night"
+    r"|summer|winter|spring|autumn|fall|season|semester|time|moment|decade|century|days|weeks"
+    r"|months|years)\b)"
+    r"|\bthe\s+following\b",
     re.IGNORECASE,
 )
 
@@ -114,7 +129,7 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     asked = normalize(turn.text)
     if not asked.content:
         return _miss("empty")
-    if _FOLLOW_UP_OPENING.match(turn.text):
+    if _FOLLOW_UP_OPENING.match(turn.text) or _POINTS_ELSEWHERE.search(turn.text):
         return _miss("follow_up")
     compared = [
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))

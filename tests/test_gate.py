@@ -101,6 +101,37 @@ async def test_follow_up_misses_as_follow_up(
     assert (decision.outcome, decision.reason) == ("miss", "follow_up")
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What does this error mean?",
+        "Why do these tests fail on CI?",
+        "What will be the output of the following program?",
+    ],
+    ids=str,
+)
+async def test_a_question_about_something_it_does_not_carry_misses_even_word_for_word(
+    store: StaffStore, put: PutClaim, question: str
+) -> None:
+    # Two people who type "what does this error mean?" may be looking at different errors.
+    await put(question, "An answer about one particular thing.")
+    decision = await ask(store, question)
+    assert (decision.outcome, decision.reason) == ("miss", "follow_up")
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How big is the flaky test list these days?", "What does `this` mean in JavaScript?"],
+    ids=str,
+)
+async def test_a_demonstrative_that_points_at_nothing_still_hits(
+    store: StaffStore, put: PutClaim, question: str
+) -> None:
+    claim = await put(question, "An answer.")
+    decision = await ask(store, question)
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+
+
 # -- a changed requirement misses ----------------------------------------------------------------
 
 CHANGES = [
