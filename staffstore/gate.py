@@ -49,18 +49,24 @@ _FOLLOW_UP_OPENING = re.compile(
 )
 
 
-# "this error", "these logs", "the following program": the question points at something outside
-# its own text, so two people who type it word for word may be asking about different things.
-# A demonstrative before a time ("this week", "these days") or in quotes (JavaScript's `this`)
-# points at nothing.
+# "this error", "these logs", "the following program": a question whose first clause points at
+# something outside its text; two people who type it word for word may be asking about different
+# things. Later in the text, "this" may point back at what the text already said ("what is the
+# deepest lake, and how does this lake ..."). Before a time ("this week", "these days") or in
+# quotes (JavaScript's `this`) a demonstrative points at nothing.
 _POINTS_ELSEWHERE = re.compile(
-    r"(?<![\w'\"`])(?:this|these|those)(?![\w'\"`])"
+    r"(?<![\w'\"`])(?:this|these)(?![\w'\"`])"
     r"(?!\s+(?:year|month|week|weekend|quarter|sprint|release|morning|afternoon|evening|night"
     r"|summer|winter|spring|autumn|fall|season|semester|time|moment|decade|century|days|weeks"
     r"|months|years)\b)"
     r"|\bthe\s+following\b",
     re.IGNORECASE,
 )
+_CLAUSE_END = re.compile(r"[?!;,]|\.(?:\s|$)")
+
+
+def _points_elsewhere(text: str) -> bool:
+    return bool(_POINTS_ELSEWHERE.search(_CLAUSE_END.split(text, maxsplit=1)[0]))
 
 
 # Misses worth a second, wider look: nothing was found that asks the same question.
@@ -129,7 +135,7 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     asked = normalize(turn.text)
     if not asked.content:
         return _miss("empty")
-    if _FOLLOW_UP_OPENING.match(turn.text) or _POINTS_ELSEWHERE.search(turn.text):
+    if _FOLLOW_UP_OPENING.match(turn.text) or _points_elsewhere(turn.text):
         return _miss("follow_up")
     compared = [
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))

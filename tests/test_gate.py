@@ -121,10 +121,14 @@ async def test_a_question_about_something_it_does_not_carry_misses_even_word_for
 
 @pytest.mark.parametrize(
     "question",
-    ["How big is the flaky test list these days?", "What does `this` mean in JavaScript?"],
+    [
+        "How big is the flaky test list these days?",
+        "What does `this` mean in JavaScript?",
+        "Which query is slowest, and why is this query slow on staging?",
+    ],
     ids=str,
 )
-async def test_a_demonstrative_that_points_at_nothing_still_hits(
+async def test_a_demonstrative_that_points_at_a_time_a_word_or_the_text_still_hits(
     store: StaffStore, put: PutClaim, question: str
 ) -> None:
     claim = await put(question, "An answer.")
