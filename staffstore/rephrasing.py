@@ -9,12 +9,14 @@ one more):
 
     of-phrase      "the size of the pool"            / "the pool size"
                    "the LCP on the pricing page"      / "the pricing page's LCP"
+                   "the Docker image for acme/api"    / "the acme/api Docker image"
     passive        "why was the build rejected by Review" / "why did Review reject the build"
     bare passive   "how long are logs kept"          / "how long do we keep logs"
     negation       "why can engineers not reach X"   / "why can't engineers reach X"
     version        "the iOS 5.2 build"               / "the 5.2 iOS build"
     conjuncts      "the memory and CPU limits"       / "the CPU and memory limits"
     preposition    "crash at launch"                 / "crash on launch" (long questions only)
+                   "the rate limit for the API"      / "the rate limit on the API"
 
 A moved block never crosses a phrase boundary (punctuation, an auxiliary, a conjunction: see
 matching.Normalized.breaks), so "in Europe and in Belgium" cannot become "in Belgium and Europe".
@@ -40,6 +42,9 @@ INTERCHANGEABLE = frozenset({"in", "into", "on", "at", "for"})
 #: Content words a question needs before one of its prepositions may be swapped: in a short
 #: question the preposition may be the whole point.
 MIN_WORDS_FOR_SWAP = 6
+
+#: The two a short question may still trade, between two noun phrases.
+NOUN_FOR_ON = frozenset({"for", "on"})
 
 #: Longest block (in content words) an alternation may move: a short noun phrase.
 MAX_BLOCK = 4
@@ -145,14 +150,50 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
 
 
 def _preposition_swapped(a: Side, b: Side, surplus: Counter[str], shortfall: Counter[str]) -> bool:
-    """One preposition traded for another of INTERCHANGEABLE, in place, in a long question."""
-    if len(surplus) != 1 or len(shortfall) != 1 or len(b.seq) < MIN_WORDS_FOR_SWAP:
+    """One preposition traded for another of INTERCHANGEABLE, in place, in a long question; or,
+    in a short one, "for" and "on" after a noun: "the rate limit for/on the public API"."""
+    if len(surplus) != 1 or len(shortfall) != 1:
         return False
     ((given, count),) = surplus.items()
     ((wanted, wanted_count),) = shortfall.items()
     if count != 1 or wanted_count != 1 or not {given, wanted} <= INTERCHANGEABLE:
         return False
-    return [wanted if word == given else word for word in a.seq] == b.seq
+    if [wanted if word == given else word for word in a.seq] != b.seq:
+        return False
+    if len(b.seq) >= MIN_WORDS_FOR_SWAP:
+        return True
+    return {given, wanted} == NOUN_FOR_ON and _between_noun_phrases(b, b.seq.index(wanted))
+
+
+def _between_noun_phrases(side: Side, at: int) -> bool:
+    """True when the preposition at content position `at` joins two noun phrases: one that an
+    article opened, and one that opens with an article or is an identifier.
+
+    Between nouns, "for" and "on" both say what the first applies to: "the rate limit for/on
+    the public API". After a verb they part ("work for" / "work on", "vote for" / "vote on"),
+    and before a bare plural "for" may name an audience where "on" names a topic ("a book for
+    kids" / "a book on kids").
+    """
+    if at == 0 or at + 1 >= len(side.seq) or at in side.breaks:
+        return False
+    # Content words appear in `words` in order, among the function words: find each one's place.
+    places: list[int] = []
+    for index, word in enumerate(side.words):
+        if len(places) < len(side.seq) and word == side.seq[len(places)]:
+            places.append(index)
+    if len(places) <= at + 1:
+        return False
+    start = at
+    while start > 0 and places[start - 1] == places[start] - 1 and start not in side.breaks:
+        start -= 1  # back over the first noun phrase's words, to its first
+    opener, after = places[start] - 1, places[at] + 1
+    return (
+        start < at
+        and opener >= 0
+        and side.words[opener] in _ARTICLES
+        and not any(i in side.verbal for i in range(start, at))
+        and (side.words[after] in _ARTICLES or side.named(at + 1, at + 2))
+    )
 
 
 def _of_phrase(longer: Side, shorter: Side, preposition: str, fixed: frozenset[str]) -> bool:

@@ -89,6 +89,11 @@ REPHRASINGS = """
     = What causes the iOS app to crash on launch for iPad users?
     Why does the daily ETL load duplicate rows in the events table?
     = Why does the daily ETL load duplicate rows into the events table?
+    # ... and in a short one, "for" and "on" between two noun phrases
+    What is the rate limit for the public API?
+    = What is the rate limit on the public API?
+    What is the timeout for acme/api?
+    = What is the timeout on acme/api?
     # two words joined by "and", swapped; a question's object fronted in the passive
     What are the memory and CPU limits for the api pods?
     = What are the CPU and memory limits for the api pods?
@@ -138,6 +143,10 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
         ("What is the best site for blogs?", "What is the best blog site?"),
         ("Why is the image for acme/api big?", "Why is the acme/api big image?"),
         ("Why does the app crash at launch?", "Why does the app crash on launch?"),
+        # "for" and "on" after a verb, or before a bare plural (an audience, a topic)
+        ("Does she work for Google?", "Does she work on Google?"),
+        ("How do I vote for the bill?", "How do I vote on the bill?"),
+        ("What is the best book for kids?", "What is the best book on kids?"),
         (
             "What is the effect of caching in the new checkout flow?",
             "What is the effect on caching in the new checkout flow?",
