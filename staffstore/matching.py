@@ -547,8 +547,9 @@ def normalize(text: str) -> Normalized:
         elif _is_function_word(token, index, raw):
             words.append(token)
             # An auxiliary, a conjunction or a question word separates phrases; an article
-            # or a filler does not.
-            phrase_ended = phrase_ended or token not in _WITHIN_PHRASE
+            # or a filler does not, nor "and" between two numbers ("migrations 0042 and 0043").
+            joins_numbers = token in ("and", "or") and previous.isdigit() and following.isdigit()
+            phrase_ended = phrase_ended or not (token in _WITHIN_PHRASE or joins_numbers)
             continue
         elif previous in _DETERMINERS:
             # After "a" or "the", an -ing word is a noun: "a bearing" is not "a bear".

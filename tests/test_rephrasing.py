@@ -28,6 +28,8 @@ REPHRASINGS = """
     = When does the TLS certificate for api.acme.dev expire?
     Why is the Docker image for acme/api 2.1 GB?
     = Why is the acme/api Docker image 2.1 GB?
+    Can the acme/billing migrations 0042 and 0043 run in either order?
+    = Can migrations 0042 and 0043 in acme/billing run in either order?
     # the passive, with and without its agent
     Why did App Review reject the 5.2 iOS build?
     = Why was the 5.2 iOS build rejected by App Review?
