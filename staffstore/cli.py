@@ -4,8 +4,10 @@ Mistakes a user can make (a missing file, a bad value, a damaged database, no AP
 unknown claim) end in one `error: ...` line on standard error and a non-zero exit, never a
 traceback: exit 1 for a failed command, 2 for a usage error, 130 when interrupted.
 
-More commands plug in through EXTENSIONS: each named module has `register(app)`, which adds
-commands or sub-apps to `app` and may use `db_path`, `run` and the printers below.
+This module holds the plumbing every command shares and the turn commands (`query`, `ask`,
+`receipts`, `ledger`). The rest plug in through EXTENSIONS (`claims`, `replay`, `charts`,
+`report`, `serve`): each named module has `register(app)`, which adds commands or sub-apps to
+`app` and may use `db_path`, `run`, the options and the printers below.
 """
 
 from __future__ import annotations
@@ -27,14 +29,9 @@ from .config import DB_ENV, DEFAULTS, default_db_path
 from .errors import ImportFileError, InputError, StaffstoreError
 from .gate import query_first
 from .importer import (
-    ImportReport,
-    describe_bad_lines,
-    new_claim,
-    read_claims,
-    store_claims,
     validation_message,
 )
-from .models import Claim, ClaimSource, ClaimStatus, Decision, Ledger, Receipt, Turn, TurnResult
+from .models import Decision, Ledger, Receipt, Turn, TurnResult
 from .mouth import ensure_mouth
 from .store import StaffStore
 from .upstream import API_KEY_ENV, OpenRouter
@@ -43,7 +40,11 @@ T = TypeVar("T")
 
 #: Modules that add commands (replay, charts, report, serve, bench, ...): each is imported when
 #: the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
-EXTENSIONS: tuple[str, ...] = ("staffstore.commands", "staffstore.serve_commands")
+EXTENSIONS: tuple[str, ...] = (
+    "staffstore.claims_commands",
+    "staffstore.replay_commands",
+    "staffstore.serve_commands",
+)
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -58,12 +59,6 @@ app = typer.Typer(
     # Markdown reflows the docstrings' paragraphs to the terminal's width.
     rich_markup_mode="markdown",
 )
-claims_app = typer.Typer(
-    help="Store, import, list, search, show and retract an owner's claims.",
-    no_args_is_help=True,
-    rich_markup_mode="markdown",
-)
-app.add_typer(claims_app, name="claims")
 
 
 # -- plumbing shared by every command ----------------------------------------------------------
@@ -118,18 +113,18 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         typer.echo("  ".join([*cells, row[-1]]))
 
 
-def _clip(text: str | None, width: int) -> str:
+def clip(text: str | None, width: int) -> str:
     if text is None:
         return "-"
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _when(moment: datetime | None) -> str:
+def when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S") if moment is not None else "-"
 
 
-def _known(value: object) -> str:
+def known(value: object) -> str:
     """A value for a table cell: unknown shows as '-', never as 0."""
     return "-" if value is None else str(value)
 
@@ -169,199 +164,6 @@ RevisionOption = Annotated[
 ]
 SessionOption = Annotated[str | None, typer.Option("--session", help="The session's name.")]
 LimitOption = Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")]
-
-
-# -- claims ------------------------------------------------------------------------------------
-
-
-def _claim_json(claim: Claim) -> dict[str, Any]:
-    return claim.model_dump(mode="json")
-
-
-def _print_claims(claims: Sequence[Claim], as_json: bool) -> None:
-    if as_json:
-        print_json([_claim_json(claim) for claim in claims])
-        return
-    if not claims:
-        typer.echo("no claims", err=True)
-        return
-    print_table(
-        ["ID", "STATUS", "CREATED", "REPOSITORY", "REVISION", "QUESTION"],
-        [
-            [
-                claim.id[:12], claim.status, _when(claim.created_at),
-                _clip(claim.repository, 24), _clip(claim.revision, 12), _clip(claim.question, 60),
-            ]
-            for claim in claims
-        ],
-    )  # fmt: skip
-
-
-@claims_app.command("add")
-def claims_add(
-    ctx: typer.Context,
-    owner: OwnerOption,
-    question: Annotated[str, typer.Option("--question", help="The question it answers.")],
-    answer: Annotated[str, typer.Option("--answer", help="The verified answer.")],
-    agent: Annotated[str | None, typer.Option("--agent", help="Who found it.")] = None,
-    source: Annotated[ClaimSource, typer.Option("--source", help="Where it came from.")] = "manual",
-    job_id: Annotated[str | None, typer.Option("--job-id", help="The job that found it.")] = None,
-    repository: RepositoryOption = None,
-    revision: RevisionOption = None,
-    profile: Annotated[str | None, typer.Option("--profile", help="The profile used.")] = None,
-    inputs_fingerprint: Annotated[
-        str | None, typer.Option("--inputs-fingerprint", help="A hash of the job's inputs.")
-    ] = None,
-    expires_at: Annotated[
-        str | None,
-        typer.Option("--expires-at", metavar="ISO8601", help="When it stops being served."),
-    ] = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Store one claim; storing the same claim again adds nothing and says so."""
-    fields = {
-        "owner": owner, "question": question, "answer": answer, "agent": agent,
-        "source": source, "job_id": job_id, "repository": repository, "profile": profile,
-        "revision": revision, "inputs_fingerprint": inputs_fingerprint, "expires_at": expires_at,
-    }  # fmt: skip
-
-    async def work() -> tuple[Claim, bool]:
-        claim = new_claim(fields)
-        async with StaffStore.open(db_path(ctx)) as store:
-            return (await store.ensure_claims([claim]))[0]
-
-    stored, added = run(work())
-    if as_json:
-        print_json({"id": stored.id, "added": added, "claim": _claim_json(stored)})
-    else:
-        typer.echo(f"{'added' if added else 'already stored'} {stored.id}")
-
-
-@claims_app.command("import")
-def claims_import(
-    ctx: typer.Context,
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A JSON Lines file, or - for stdin.")],
-    skip_bad: Annotated[
-        bool, typer.Option("--skip-bad", help="Skip bad lines (and count them) instead.")
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Import claims from a JSON Lines file: one claim a line.
-
-    Each line is a JSON object with `owner`, `question` and `answer`, and optionally `agent`,
-    `source` (job, chat or manual), `job_id`, `repository`, `profile`, `revision`,
-    `inputs_fingerprint` and `expires_at` (ISO 8601). Blank lines are ignored. A claim already
-    stored is not added again, so importing a file twice adds nothing.
-
-    The whole file is read and checked before anything is stored. A bad line (not UTF-8, not
-    JSON, or failing a field) rejects the whole file: nothing is stored and the error names the
-    first bad lines and counts them. With --skip-bad the bad lines are skipped and counted and
-    the good ones stored.
-    """
-
-    async def work() -> ImportReport:
-        source = typer.get_binary_stream("stdin") if file == "-" else file
-        parsed = read_claims(source)
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store_claims(
-                store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
-            )
-
-    report = run(work())
-    if as_json:
-        print_json(
-            {
-                "file": report.name, "added": report.added, "present": report.present,
-                "skipped": report.skipped,
-                "bad_lines": [{"line": b.number, "reason": b.reason} for b in report.bad],
-            }
-        )  # fmt: skip
-    else:
-        typer.echo(
-            f"{report.added} added, {report.present} already present, {report.skipped} skipped"
-        )
-    if report.bad:
-        typer.echo(f"skipped {describe_bad_lines(report.bad)}", err=True)
-
-
-@claims_app.command("list")
-def claims_list(
-    ctx: typer.Context,
-    owner: OwnerOption,
-    status: Annotated[
-        ClaimStatus | None, typer.Option("--status", help="Only claims with this status.")
-    ] = None,
-    limit: LimitOption = DEFAULTS.list_limit,
-    as_json: JsonOption = False,
-) -> None:
-    """List an owner's claims, newest first."""
-
-    async def work() -> list[Claim]:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.list_claims(owner, status=status, limit=limit)
-
-    _print_claims(run(work()), as_json)
-
-
-@claims_app.command("search")
-def claims_search(
-    ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="Words that must all appear.")],
-    owner: OwnerOption,
-    limit: LimitOption = DEFAULTS.search_limit,
-    as_json: JsonOption = False,
-) -> None:
-    """Full-text search of an owner's claims, best match first."""
-
-    async def work() -> list[Claim]:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.search_claims(owner, text, limit=limit)
-
-    _print_claims(run(work()), as_json)
-
-
-@claims_app.command("show")
-def claims_show(
-    ctx: typer.Context,
-    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
-    owner: OwnerOption,
-    as_json: JsonOption = False,
-) -> None:
-    """Show one claim in full."""
-
-    async def work() -> Claim:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.get_claim(owner, claim_id)
-
-    claim = run(work())
-    if as_json:
-        print_json(_claim_json(claim))
-        return
-    fields = claim.model_dump()
-    width = max(len(name) for name in fields)
-    for name, value in fields.items():
-        shown = _when(value) if isinstance(value, datetime) else _known(value)
-        typer.echo(f"{name.ljust(width)}  {shown}")
-
-
-@claims_app.command("retract")
-def claims_retract(
-    ctx: typer.Context,
-    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
-    owner: OwnerOption,
-    as_json: JsonOption = False,
-) -> None:
-    """Retract a claim: it stays on record but is never served again."""
-
-    async def work() -> Claim:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.retract_claim(owner, claim_id)
-
-    claim = run(work())
-    if as_json:
-        print_json(_claim_json(claim))
-    else:
-        typer.echo(f"retracted {claim.id}")
 
 
 # -- query: the gate's decision, no model call -------------------------------------------------
@@ -583,7 +385,7 @@ def ask(
 def _tokens(receipt: Receipt) -> str:
     if receipt.prompt_tokens is None and receipt.completion_tokens is None:
         return "-"
-    return f"{_known(receipt.prompt_tokens)}/{_known(receipt.completion_tokens)}"
+    return f"{known(receipt.prompt_tokens)}/{known(receipt.completion_tokens)}"
 
 
 @app.command("receipts")
@@ -611,10 +413,10 @@ def receipts(
          "MS", "QUESTION"],
         [
             [
-                r.id, _when(r.started_at), _clip(r.owner, 16), r.outcome, r.reason, r.status,
-                _clip(r.model, 24), _tokens(r),
+                r.id, when(r.started_at), clip(r.owner, 16), r.outcome, r.reason, r.status,
+                clip(r.model, 24), _tokens(r),
                 "-" if r.cost_usd is None else f"{r.cost_usd:.6f}",
-                f"{r.latency_ms:.0f}", _clip(r.question, 40),
+                f"{r.latency_ms:.0f}", clip(r.question, 40),
             ]
             for r in found
         ],

@@ -1,23 +1,18 @@
-"""The `serve` and `claims promote` commands: the proxy, and paid answers made claims.
+"""The `serve` command: the OpenAI-compatible caching proxy.
 
 Loaded through `cli.EXTENSIONS`. `serve` merges its flags over a TOML config file over the
-defaults (see serve_config.py); `claims promote` turns the answer a receipt recorded into a
-verified claim, on purpose, because a chat answer never becomes a claim by itself.
+defaults (see serve_config.py).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .cli import JsonOption, OwnerOption, claims_app, db_path, print_json, run, user_errors
-from .models import Claim
-from .promote import promote_receipt
+from .cli import db_path, user_errors
 from .serve_config import serve_command
-from .store import StaffStore
 
 
 def serve(
@@ -84,39 +79,6 @@ def serve(
         )
 
 
-def claims_promote(
-    ctx: typer.Context,
-    receipt_id: Annotated[str, typer.Argument(metavar="RECEIPT_ID", help="A paid turn's receipt.")],
-    owner: OwnerOption,
-    question: Annotated[
-        str | None, typer.Option(help="The question to store, if not the one asked.")
-    ] = None,
-    answer: Annotated[str | None, typer.Option(help="The answer to store, if tidied.")] = None,
-    agent: Annotated[str | None, typer.Option(help="Who verified it.")] = None,
-    repository: Annotated[str | None, typer.Option(help="The repository it is about.")] = None,
-    revision: Annotated[str | None, typer.Option(help="The revision it holds at.")] = None,
-    profile: Annotated[str | None, typer.Option(help="The profile it was made with.")] = None,
-    expires_at: Annotated[
-        datetime | None, typer.Option(help="When it stops being served (ISO 8601).")
-    ] = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Make a paid answer (by its receipt) a verified claim that later turns can hit."""
-
-    async def promote() -> Claim:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await promote_receipt(
-                store, owner, receipt_id, question=question, answer=answer, agent=agent,
-                repository=repository, revision=revision, profile=profile, expires_at=expires_at,
-            )  # fmt: skip
-
-    claim = run(promote())
-    if as_json:
-        print_json(claim.model_dump(mode="json"))
-    else:
-        typer.echo(f"promoted {receipt_id} to claim {claim.id}")
-
-
 def register(app: typer.Typer) -> None:
+    """Add `serve` to the command line."""
     app.command("serve")(serve)
-    claims_app.command("promote")(claims_promote)

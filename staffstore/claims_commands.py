@@ -1,0 +1,270 @@
+"""The `claims` commands: store, import, list, search, show, retract and promote claims.
+
+A claim is a verified answer with its provenance; these commands are how a person or a script
+puts claims in and looks at them. `claims promote` turns the answer a paid turn's receipt
+recorded into a claim, on purpose: a chat answer never becomes a claim by itself. Loaded
+through `cli.EXTENSIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from .cli import (
+    JsonOption,
+    LimitOption,
+    OwnerOption,
+    RepositoryOption,
+    RevisionOption,
+    clip,
+    db_path,
+    known,
+    print_json,
+    print_table,
+    run,
+    when,
+)
+from .config import DEFAULTS
+from .importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
+from .models import Claim, ClaimSource, ClaimStatus
+from .promote import promote_receipt
+from .store import StaffStore
+
+claims_app = typer.Typer(
+    help="Store, import, list, search, show, retract and promote an owner's claims.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+
+def _claim_json(claim: Claim) -> dict[str, Any]:
+    return claim.model_dump(mode="json")
+
+
+def _print_claims(claims: Sequence[Claim], as_json: bool) -> None:
+    if as_json:
+        print_json([_claim_json(claim) for claim in claims])
+        return
+    if not claims:
+        typer.echo("no claims", err=True)
+        return
+    print_table(
+        ["ID", "STATUS", "CREATED", "REPOSITORY", "REVISION", "QUESTION"],
+        [
+            [
+                claim.id[:12], claim.status, when(claim.created_at),
+                clip(claim.repository, 24), clip(claim.revision, 12), clip(claim.question, 60),
+            ]
+            for claim in claims
+        ],
+    )  # fmt: skip
+
+
+@claims_app.command("add")
+def claims_add(
+    ctx: typer.Context,
+    owner: OwnerOption,
+    question: Annotated[str, typer.Option("--question", help="The question it answers.")],
+    answer: Annotated[str, typer.Option("--answer", help="The verified answer.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Who found it.")] = None,
+    source: Annotated[ClaimSource, typer.Option("--source", help="Where it came from.")] = "manual",
+    job_id: Annotated[str | None, typer.Option("--job-id", help="The job that found it.")] = None,
+    repository: RepositoryOption = None,
+    revision: RevisionOption = None,
+    profile: Annotated[str | None, typer.Option("--profile", help="The profile used.")] = None,
+    inputs_fingerprint: Annotated[
+        str | None, typer.Option("--inputs-fingerprint", help="A hash of the job's inputs.")
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option("--expires-at", metavar="ISO8601", help="When it stops being served."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Store one claim; storing the same claim again adds nothing and says so."""
+    fields = {
+        "owner": owner, "question": question, "answer": answer, "agent": agent,
+        "source": source, "job_id": job_id, "repository": repository, "profile": profile,
+        "revision": revision, "inputs_fingerprint": inputs_fingerprint, "expires_at": expires_at,
+    }  # fmt: skip
+
+    async def work() -> tuple[Claim, bool]:
+        claim = new_claim(fields)
+        async with StaffStore.open(db_path(ctx)) as store:
+            return (await store.ensure_claims([claim]))[0]
+
+    stored, added = run(work())
+    if as_json:
+        print_json({"id": stored.id, "added": added, "claim": _claim_json(stored)})
+    else:
+        typer.echo(f"{'added' if added else 'already stored'} {stored.id}")
+
+
+@claims_app.command("import")
+def claims_import(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A JSON Lines file, or - for stdin.")],
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Skip bad lines (and count them) instead.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Import claims from a JSON Lines file: one claim a line.
+
+    Each line is a JSON object with `owner`, `question` and `answer`, and optionally `agent`,
+    `source` (job, chat or manual), `job_id`, `repository`, `profile`, `revision`,
+    `inputs_fingerprint` and `expires_at` (ISO 8601). Blank lines are ignored. A claim already
+    stored is not added again, so importing a file twice adds nothing.
+
+    The whole file is read and checked before anything is stored. A bad line (not UTF-8, not
+    JSON, or failing a field) rejects the whole file: nothing is stored and the error names the
+    first bad lines and counts them. With --skip-bad the bad lines are skipped and counted and
+    the good ones stored.
+    """
+
+    async def work() -> ImportReport:
+        source = typer.get_binary_stream("stdin") if file == "-" else file
+        parsed = read_claims(source)
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store_claims(
+                store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
+            )
+
+    report = run(work())
+    if as_json:
+        print_json(
+            {
+                "file": report.name, "added": report.added, "present": report.present,
+                "skipped": report.skipped,
+                "bad_lines": [{"line": b.number, "reason": b.reason} for b in report.bad],
+            }
+        )  # fmt: skip
+    else:
+        typer.echo(
+            f"{report.added} added, {report.present} already present, {report.skipped} skipped"
+        )
+    if report.bad:
+        typer.echo(f"skipped {describe_bad_lines(report.bad)}", err=True)
+
+
+@claims_app.command("list")
+def claims_list(
+    ctx: typer.Context,
+    owner: OwnerOption,
+    status: Annotated[
+        ClaimStatus | None, typer.Option("--status", help="Only claims with this status.")
+    ] = None,
+    limit: LimitOption = DEFAULTS.list_limit,
+    as_json: JsonOption = False,
+) -> None:
+    """List an owner's claims, newest first."""
+
+    async def work() -> list[Claim]:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.list_claims(owner, status=status, limit=limit)
+
+    _print_claims(run(work()), as_json)
+
+
+@claims_app.command("search")
+def claims_search(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="Words that must all appear.")],
+    owner: OwnerOption,
+    limit: LimitOption = DEFAULTS.search_limit,
+    as_json: JsonOption = False,
+) -> None:
+    """Full-text search of an owner's claims, best match first."""
+
+    async def work() -> list[Claim]:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.search_claims(owner, text, limit=limit)
+
+    _print_claims(run(work()), as_json)
+
+
+@claims_app.command("show")
+def claims_show(
+    ctx: typer.Context,
+    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
+    owner: OwnerOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one claim in full."""
+
+    async def work() -> Claim:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.get_claim(owner, claim_id)
+
+    claim = run(work())
+    if as_json:
+        print_json(_claim_json(claim))
+        return
+    fields = claim.model_dump()
+    width = max(len(name) for name in fields)
+    for name, value in fields.items():
+        shown = when(value) if isinstance(value, datetime) else known(value)
+        typer.echo(f"{name.ljust(width)}  {shown}")
+
+
+@claims_app.command("retract")
+def claims_retract(
+    ctx: typer.Context,
+    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
+    owner: OwnerOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Retract a claim: it stays on record but is never served again."""
+
+    async def work() -> Claim:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await store.retract_claim(owner, claim_id)
+
+    claim = run(work())
+    if as_json:
+        print_json(_claim_json(claim))
+    else:
+        typer.echo(f"retracted {claim.id}")
+
+
+@claims_app.command("promote")
+def claims_promote(
+    ctx: typer.Context,
+    receipt_id: Annotated[str, typer.Argument(metavar="RECEIPT_ID", help="A paid turn's receipt.")],
+    owner: OwnerOption,
+    question: Annotated[
+        str | None, typer.Option(help="The question to store, if not the one asked.")
+    ] = None,
+    answer: Annotated[str | None, typer.Option(help="The answer to store, if tidied.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Who verified it.")] = None,
+    repository: Annotated[str | None, typer.Option(help="The repository it is about.")] = None,
+    revision: Annotated[str | None, typer.Option(help="The revision it holds at.")] = None,
+    profile: Annotated[str | None, typer.Option(help="The profile it was made with.")] = None,
+    expires_at: Annotated[
+        datetime | None, typer.Option(help="When it stops being served (ISO 8601).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Make a paid answer (by its receipt) a verified claim that later turns can hit."""
+
+    async def promote() -> Claim:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await promote_receipt(
+                store, owner, receipt_id, question=question, answer=answer, agent=agent,
+                repository=repository, revision=revision, profile=profile, expires_at=expires_at,
+            )  # fmt: skip
+
+    claim = run(promote())
+    if as_json:
+        print_json(claim.model_dump(mode="json"))
+    else:
+        typer.echo(f"promoted {receipt_id} to claim {claim.id}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `claims` and its subcommands to the command line."""
+    app.add_typer(claims_app, name="claims")
