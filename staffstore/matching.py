@@ -438,6 +438,8 @@ def _tokens_and_marks(text: str) -> tuple[list[str], frozenset[int]]:
             text = pattern.sub(replacement, text)
     text = _WRAPPERS.sub(" ", text)
     text = _FRONTED_CLAUSE.sub(r"\2 \1", text)
+    if "/" not in text:
+        return _TOKEN.findall(text), frozenset()
     found = list(_TOKEN.finditer(text))
     in_path = frozenset(
         index
@@ -454,7 +456,7 @@ def tokens(text: str) -> list[str]:
 
 def _is_name(token: str) -> bool:
     """Written as an identifier: a host name, a dotted name or version, a word with digits."""
-    return "." in token or any(ch.isdigit() for ch in token)
+    return "." in token or (not token.isalpha() and any(ch.isdigit() for ch in token))
 
 
 @dataclass(frozen=True)
