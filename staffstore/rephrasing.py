@@ -31,7 +31,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Prepositions that attach a noun's modifier after it ("the size of X" is "X's size").
+#: Prepositions that attach a noun's modifier after it ("the size of X" is "X's size"). "for"
+#: does too, but only before an identifier: "the image for acme/api" is "the acme/api image",
+#: while "a magazine for kids" need not be "a kids magazine".
 OF_LIKE = frozenset({"of", "on", "in"})
 
 #: Prepositions of place and relation that a long question may trade for one another: "crash
@@ -142,7 +144,7 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
     (word, count), *others = (surplus or shortfall).items()
     if others or count != 1:
         return False
-    if word in OF_LIKE or word == "for":
+    if word in OF_LIKE or word == "for":  # "for" only before an identifier: see _of_phrase
         return _of_phrase(longer, shorter, word, fixed)
     if word == "by":
         return _passive(longer, shorter, fixed)
@@ -151,7 +153,7 @@ def _one_alternation(a: Side, b: Side, fixed: frozenset[str]) -> bool:
 
 def _preposition_swapped(a: Side, b: Side, surplus: Counter[str], shortfall: Counter[str]) -> bool:
     """One preposition traded for another of INTERCHANGEABLE, in place, in a long question; or,
-    in a short one, "for" and "on" after a noun: "the rate limit for/on the public API"."""
+    in any question, "for" and "on" between two noun phrases: "the rate limit for/on the API"."""
     if len(surplus) != 1 or len(shortfall) != 1:
         return False
     ((given, count),) = surplus.items()
