@@ -9,7 +9,7 @@ else and never touches pyplot's global state.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -218,6 +218,7 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
 
     figure, axes = _figure(8.5, 5.8)
     labels: dict[tuple[float, float, str], list[str]] = {}
+    strict_points: list[tuple[float, float]] = []
     rates = [FALSE_HIT_BUDGET]
     for number, ledger in enumerate(ledgers):
         colour = FILE_COLOURS[number % len(FILE_COLOURS)]
@@ -226,6 +227,7 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
             marker, size = MODE_MARKERS.get(mode, "D"), MODE_SIZES.get(mode, 70)
             rates += [s.false_hit_rate, s.false_hit_rate_strict]
             if s.false_hit_rate_strict != s.false_hit_rate:
+                strict_points.append((s.false_hit_rate_strict, s.recall))
                 axes.plot(
                     [s.false_hit_rate, s.false_hit_rate_strict], [s.recall, s.recall],
                     color=colour, linewidth=0.8, linestyle=":",
@@ -266,7 +268,7 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
         FALSE_HIT_BUDGET, 1.06, f" over the {percent(FALSE_HIT_BUDGET)} false-hit budget",
         color=FALSE_HIT, fontsize=9, va="top",
     )  # fmt: skip
-    _label_points(figure, axes, labels)
+    _label_points(figure, axes, labels, avoid=strict_points)
     axes.set_xlabel("false-hit rate (false hits / queries; linear to 0.1%, logarithmic above)")
     axes.set_ylabel("recall (correct hits / label-1 pairs)")
     axes.set_title(CHARTS["pairs_recall_vs_false_hits.png"])
@@ -283,12 +285,20 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
 
 
 def _label_points(
-    figure: Figure, axes: Axes, labels: dict[tuple[float, float, str], list[str]]
+    figure: Figure,
+    axes: Axes,
+    labels: dict[tuple[float, float, str], list[str]],
+    avoid: Sequence[tuple[float, float]] = (),
 ) -> None:
-    """Name each point to its right, moving a label up while it would cover another label."""
+    """Name each point to its right, moving a label up while it would cover another label or
+    one of the `avoid` markers."""
     line = 8 * 1.5 * figure.dpi / 72  # one 8-point line, in pixels
     char = 8 * 0.6 * figure.dpi / 72  # an average 8-point character, in pixels
+    marker = 8 * figure.dpi / 72  # a marker's half width, in pixels
     placed: list[tuple[float, float, float]] = []  # (left, right, y) of each label, in pixels
+    for x, y in avoid:
+        px, py = axes.transData.transform((x, y))
+        placed.append((px - marker, px + marker, py))
     for (x, y, colour), (stem, *modes) in sorted(labels.items(), key=lambda item: item[0][1]):
         text = f"{stem} · {', '.join(modes)}: recall {percent(y)}, false hits {percent(x, 2)}"
         px, py = axes.transData.transform((x, y))
@@ -303,9 +313,12 @@ def _label_points(
                     ly = other_y + line
                     moved = True
         placed.append((left, right, ly))
+        # A label moved off its point keeps a thin line back to it.
+        leader = {"arrowstyle": "-", "color": colour, "linewidth": 0.6, "shrinkA": 0,
+                  "shrinkB": 5} if ly != py else None  # fmt: skip
         axes.annotate(
             text, xy=(x, y), xytext=(9, (ly - py) * 72 / figure.dpi), textcoords="offset points",
-            fontsize=8, color=colour, va="center",
+            fontsize=8, color=colour, va="center", arrowprops=leader,
             bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
         )  # fmt: skip
 
