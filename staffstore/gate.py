@@ -28,7 +28,8 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from .matching import REFERENTS, Comparison, Normalized, compare, is_specific, normalize
+from .lexicon import REFERENTS, is_specific
+from .matching import Comparison, Normalized, compare, normalize
 from .models import Claim, Decision, Turn
 from .rows import as_of
 from .store import StaffStore

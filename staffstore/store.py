@@ -21,7 +21,8 @@ import aiosqlite
 
 from .errors import CorruptStoreError, NotFoundError, StoreError
 from .identity import bytes_hash
-from .matching import KEY_VERSION, STOPWORDS, normalize, tokens
+from .lexicon import STOPWORDS, tokens
+from .matching import KEY_VERSION, normalize
 from .migrations import MIGRATIONS
 from .models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 from .rows import (

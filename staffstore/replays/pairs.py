@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
 from ..gate import query_first
-from ..matching import tokens
+from ..lexicon import tokens
 from ..models import NewClaim, Turn
 from ..store import StaffStore
 
