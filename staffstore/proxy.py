@@ -18,6 +18,7 @@ is shared by every request, and a transaction must not take in another request's
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -34,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .checkpointer import FALLBACK_PAGES, Checkpointer
 from .errors import InputError, NotFoundError, UpstreamError
 from .gate import query_first_sync
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
@@ -195,11 +197,16 @@ class Proxy:
             max_retries=self.config.upstream_retries,
             client=http,
         )
+        # Checkpoints copy the WAL back with an fsync: a thread of their own, not a request.
+        await self._store.defer_checkpoints(FALLBACK_PAGES)
+        checkpointer = Checkpointer(self._store.path)
+        checkpointer.start()
         try:
             yield
         finally:
             await self._writer.close()
             await http.aclose()
+            await asyncio.to_thread(checkpointer.stop)
             await self._store.close()
             self._store = self._upstream = self._writer = None
 

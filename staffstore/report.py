@@ -304,6 +304,16 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
                 f"{proxy['bare_starlette']['p99_ms']:.2f} ms",
             ],
             [
+                "miss through the proxy (with lookup)",
+                f"{proxy['miss_with_lookup']['proxy_p50_ms']:.2f} ms",
+                f"{proxy['miss_with_lookup']['proxy_p99_ms']:.2f} ms",
+            ],
+            [
+                "miss through the proxy (lookup skipped)",
+                f"{proxy['miss_forward_only']['proxy_p50_ms']:.2f} ms",
+                f"{proxy['miss_forward_only']['proxy_p99_ms']:.2f} ms",
+            ],
+            [
                 "miss overhead (with lookup)",
                 f"{proxy['miss_with_lookup']['overhead_p50_ms']:.2f} ms",
                 "",

@@ -132,6 +132,11 @@ class StaffStore:
     async def close(self) -> None:
         await self._db.close()
 
+    async def defer_checkpoints(self, fallback_pages: int) -> None:
+        """Leave WAL checkpoints to another connection (see checkpointer.py); checkpoint here
+        only once the WAL holds `fallback_pages` pages."""
+        await self._db.execute(f"PRAGMA wal_autocheckpoint = {int(fallback_pages)}")
+
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         # One trip to the database thread; execute, fetchall and close would be three.
         try:

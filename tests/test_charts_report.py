@@ -314,3 +314,21 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
     )
     text = results_markdown(read_ledgers(folder))
     assert "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 777/s |" in text
+
+
+def test_report_quotes_the_proxy_benchmark_ledger(tmp_path: Path) -> None:
+    folder = tmp_path / "bench-ledgers"
+    folder.mkdir()
+    written = json.loads((ROOT / "ledgers" / "bench-proxy.json").read_text(encoding="utf-8"))
+    (folder / "bench-proxy.json").write_text(json.dumps(written), encoding="utf-8")
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    text = results_markdown(read_ledgers(folder))
+    miss = written["miss_with_lookup"]
+    assert (
+        f"| miss through the proxy (with lookup) | {miss['proxy_p50_ms']:.2f} ms "
+        f"| {miss['proxy_p99_ms']:.2f} ms |"
+    ) in text
+    assert f"| miss overhead (with lookup) | {miss['overhead_p50_ms']:.2f} ms |  |" in text
+    assert f"| claim hit | {written['hit_claim']['p50_ms']:.2f} ms |" in text
