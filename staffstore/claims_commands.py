@@ -27,6 +27,7 @@ from .cli import (
     print_table,
     run,
     when,
+    with_store,
 )
 from .config import DEFAULTS
 from .importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
@@ -163,11 +164,10 @@ def claims_list(
 ) -> None:
     """List an owner's claims, newest first."""
 
-    async def work() -> list[Claim]:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.list_claims(owner, status=status, limit=limit)
-
-    _print_claims(run(work()), as_json)
+    _print_claims(
+        with_store(ctx, lambda store: store.list_claims(owner, status=status, limit=limit)),
+        as_json,
+    )
 
 
 @claims_app.command("search")
@@ -180,11 +180,9 @@ def claims_search(
 ) -> None:
     """Full-text search of an owner's claims, best match first."""
 
-    async def work() -> list[Claim]:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.search_claims(owner, text, limit=limit)
-
-    _print_claims(run(work()), as_json)
+    _print_claims(
+        with_store(ctx, lambda store: store.search_claims(owner, text, limit=limit)), as_json
+    )
 
 
 @claims_app.command("show")
@@ -196,11 +194,7 @@ def claims_show(
 ) -> None:
     """Show one claim in full."""
 
-    async def work() -> Claim:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.get_claim(owner, claim_id)
-
-    claim = run(work())
+    claim = with_store(ctx, lambda store: store.get_claim(owner, claim_id))
     if as_json:
         print_json(_claim_json(claim))
         return
@@ -220,11 +214,7 @@ def claims_retract(
 ) -> None:
     """Retract a claim: it stays on record but is never served again."""
 
-    async def work() -> Claim:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.retract_claim(owner, claim_id)
-
-    claim = run(work())
+    claim = with_store(ctx, lambda store: store.retract_claim(owner, claim_id))
     if as_json:
         print_json(_claim_json(claim))
     else:
@@ -251,14 +241,13 @@ def claims_promote(
 ) -> None:
     """Make a paid answer (by its receipt) a verified claim that later turns can hit."""
 
-    async def promote() -> Claim:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await promote_receipt(
-                store, owner, receipt_id, question=question, answer=answer, agent=agent,
-                repository=repository, revision=revision, profile=profile, expires_at=expires_at,
-            )  # fmt: skip
-
-    claim = run(promote())
+    claim = with_store(
+        ctx,
+        lambda store: promote_receipt(
+            store, owner, receipt_id, question=question, answer=answer, agent=agent,
+            repository=repository, revision=revision, profile=profile, expires_at=expires_at,
+        ),
+    )  # fmt: skip
     if as_json:
         print_json(claim.model_dump(mode="json"))
     else:

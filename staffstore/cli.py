@@ -7,7 +7,7 @@ traceback: exit 1 for a failed command, 2 for a usage error, 130 when interrupte
 This module holds the plumbing every command shares and the turn commands (`query`, `ask`,
 `receipts`, `ledger`). The rest plug in through EXTENSIONS (`claims`, `replay`, `charts`,
 `report`, `serve`): each named module has `register(app)`, which adds commands or sub-apps to
-`app` and may use `db_path`, `run`, the options and the printers below.
+`app` and may use `with_store`, `run`, the options and the printers below.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import asyncio
 import importlib
 import json
 import sqlite3
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -91,6 +91,16 @@ def run(work: Coroutine[Any, Any, T]) -> T:
     """Run one async library call to its end, reporting a user's mistakes as one line."""
     with user_errors():
         return asyncio.run(work)
+
+
+def with_store(ctx: typer.Context, call: Callable[[StaffStore], Awaitable[T]]) -> T:
+    """Open the command's store, make one library call on it, and close it (see `run`)."""
+
+    async def work() -> T:
+        async with StaffStore.open(db_path(ctx)) as store:
+            return await call(store)
+
+    return run(work())
 
 
 def db_path(ctx: typer.Context) -> Path:
@@ -285,14 +295,16 @@ def query(
     if owner is None:
         raise typer.BadParameter("required without --jsonl", param_hint="--owner")
 
-    async def work() -> Decision:
-        turn = Turn(
-            owner=owner, text=question, session=session, repository=repository, revision=revision
-        )
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await query_first(store, turn)
-
-    decision = run(work())
+    decision = with_store(
+        ctx,
+        lambda store: query_first(
+            store,
+            Turn(
+                owner=owner, text=question, session=session, repository=repository,
+                revision=revision,
+            ),
+        ),
+    )  # fmt: skip
     if as_json:
         print_json(_decision_json(decision))
     else:
@@ -397,11 +409,7 @@ def receipts(
 ) -> None:
     """Show the most recent receipts, newest first: what each turn did and cost."""
 
-    async def work() -> list[Receipt]:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.list_receipts(owner, limit=limit)
-
-    found = run(work())
+    found = with_store(ctx, lambda store: store.list_receipts(owner, limit=limit))
     if as_json:
         print_json([receipt.model_dump(mode="json") for receipt in found])
         return
@@ -431,11 +439,7 @@ def _ledger_json(ledger: Ledger) -> dict[str, Any]:
 def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption = False) -> None:
     """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost."""
 
-    async def work() -> Ledger:
-        async with StaffStore.open(db_path(ctx)) as store:
-            return await store.ledger(owner)
-
-    totals = run(work())
+    totals = with_store(ctx, lambda store: store.ledger(owner))
     if as_json:
         print_json(_ledger_json(totals))
         return
