@@ -28,9 +28,7 @@ from pydantic import ValidationError
 from .config import DB_ENV, DEFAULTS, default_db_path
 from .errors import ImportFileError, InputError, StaffstoreError
 from .gate import query_first
-from .importer import (
-    validation_message,
-)
+from .importer import validation_message
 from .models import Decision, Ledger, Receipt, Turn, TurnResult
 from .mouth import ensure_mouth
 from .store import StaffStore
@@ -38,7 +36,7 @@ from .upstream import API_KEY_ENV, OpenRouter
 
 T = TypeVar("T")
 
-#: Modules that add commands (replay, charts, report, serve, bench, ...): each is imported when
+#: Modules that add commands (claims, replay, charts, report, serve): each is imported when
 #: the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
 EXTENSIONS: tuple[str, ...] = (
     "staffstore.claims_commands",
