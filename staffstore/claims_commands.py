@@ -30,6 +30,7 @@ from .cli import (
     with_store,
 )
 from .config import DEFAULTS
+from .gate import points_elsewhere
 from .importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
 from .models import Claim, ClaimSource, ClaimStatus
 from .promote import promote_receipt
@@ -63,6 +64,17 @@ def _print_claims(claims: Sequence[Claim], as_json: bool) -> None:
             for claim in claims
         ],
     )  # fmt: skip
+
+
+def _warn_if_never_served(question: str, option: str) -> None:
+    # Stored, but no turn can hit it: the gate misses every turn that asks about "this error"
+    # or "the following code", since two people may mean two different things by it.
+    if points_elsewhere(question):
+        typer.echo(
+            'note: the question points at something it does not carry ("this ...", "the '
+            f'following ..."), so the gate will never serve it; name the thing in {option}',
+            err=True,
+        )
 
 
 @claims_app.command("add")
@@ -103,6 +115,7 @@ def claims_add(
         print_json({"id": stored.id, "added": added, "claim": _claim_json(stored)})
     else:
         typer.echo(f"{'added' if added else 'already stored'} {stored.id}")
+    _warn_if_never_served(stored.question, "--question")
 
 
 @claims_app.command("import")
@@ -252,6 +265,7 @@ def claims_promote(
         print_json(claim.model_dump(mode="json"))
     else:
         typer.echo(f"promoted {receipt_id} to claim {claim.id}")
+    _warn_if_never_served(claim.question, "--question")
 
 
 def register(app: typer.Typer) -> None:

@@ -66,7 +66,8 @@ _POINTS_ELSEWHERE = re.compile(
 _CLAUSE_END = re.compile(r"[?!;,]|\.(?:\s|$)")
 
 
-def _points_elsewhere(text: str) -> bool:
+def points_elsewhere(text: str) -> bool:
+    """True when the question's first clause points at something outside its text."""
     return bool(_POINTS_ELSEWHERE.search(_CLAUSE_END.split(text, maxsplit=1)[0]))
 
 
@@ -136,7 +137,7 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     asked = normalize(turn.text)
     if not asked.content:
         return _miss("empty")
-    if _FOLLOW_UP_OPENING.match(turn.text) or _points_elsewhere(turn.text):
+    if _FOLLOW_UP_OPENING.match(turn.text) or points_elsewhere(turn.text):
         return _miss("follow_up")
     compared = [
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))

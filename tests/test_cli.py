@@ -95,6 +95,14 @@ def test_add_json_parses(cli: Cli) -> None:
     assert json.loads(ok(cli(*ADD, "--json")).stdout)["added"] is False
 
 
+def test_adding_a_question_the_gate_can_never_serve_says_so(cli: Cli) -> None:
+    deictic = ["claims", "add", "--owner", "acme", "--question", "What does this error mean?"]
+    result = ok(cli(*deictic, "--answer", "a missing module"))
+    assert result.stdout.startswith("added ")
+    assert "will never serve it" in result.stderr and "--question" in result.stderr
+    assert ok(cli(*ADD)).stderr == ""
+
+
 def test_add_with_a_bad_expiry_is_one_line_error(cli: Cli) -> None:
     line = one_line_error(cli(*ADD, "--expires-at", "next tuesday"))
     assert "expires_at" in line

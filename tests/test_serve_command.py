@@ -113,3 +113,23 @@ def test_promote_turns_a_paid_answer_into_a_claim_that_hits(
         ["--db", db, "query", "--owner", "acme", "--json", "which port does the proxy listen on"],
     )
     assert '"outcome": "hit"' in decision.output
+
+
+def test_promoting_a_question_the_gate_can_never_serve_says_so(
+    tmp_path: Path, upstream: tuple[FakeOpenRouter, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake, base_url = upstream
+    db = str(tmp_path / "s.db")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-upstream")
+    runner = CliRunner()
+    asked = runner.invoke(
+        app,
+        ["--db", db, "ask", "--owner", "acme", "--base-url", base_url, "--json",
+         "What does this error mean?"],
+    )  # fmt: skip
+    assert asked.exit_code == 0, asked.output
+    receipt_id = __import__("json").loads(asked.stdout)["receipt_id"]
+    promoted = runner.invoke(app, ["--db", db, "claims", "promote", receipt_id, "--owner", "acme"])
+    assert promoted.exit_code == 0, promoted.output
+    assert promoted.stdout.startswith("promoted ")
+    assert "will never serve it; name the thing in --question" in promoted.stderr
