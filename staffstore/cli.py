@@ -186,6 +186,8 @@ def _decision_json(decision: Decision) -> dict[str, Any]:
         "answer": decision.answer,
         "claim_id": decision.claim_id,
         "score": decision.score,
+        "asked_only": decision.asked_only,
+        "stored_only": decision.stored_only,
     }
 
 
@@ -196,6 +198,10 @@ def _print_decision(decision: Decision) -> None:
     if decision.claim_id is not None:
         parts.append(f"{'claim' if decision.hit else 'nearest'} {decision.claim_id}")
     typer.echo("  ".join(parts))
+    if decision.asked_only or decision.stored_only:
+        asked = ", ".join(decision.asked_only) or "-"
+        stored = ", ".join(decision.stored_only) or "-"
+        typer.echo(f"  only in the question asked: {asked}; only in the stored one: {stored}")
     if decision.answer is not None:
         typer.echo(decision.answer)
 

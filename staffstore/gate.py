@@ -75,9 +75,21 @@ def points_elsewhere(text: str) -> bool:
 _WIDEN_ON = frozenset({"no_candidate", "below_threshold", "changed_requirement", "word_order"})
 
 
-def _miss(reason: str, score: float | None = None, claim: Claim | None = None) -> Decision:
+def _miss(
+    reason: str,
+    score: float | None = None,
+    claim: Claim | None = None,
+    *,
+    asked_only: list[str] | None = None,
+    stored_only: list[str] | None = None,
+) -> Decision:
     return Decision(
-        outcome="miss", reason=reason, score=score, claim_id=claim.id if claim else None
+        outcome="miss",
+        reason=reason,
+        score=score,
+        claim_id=claim.id if claim else None,
+        asked_only=asked_only or [],
+        stored_only=stored_only or [],
     )
 
 
@@ -86,6 +98,12 @@ def _leans_on_context(turn: Normalized, against: Comparison | None) -> bool:
     if not referents:
         return False
     return against is None or bool(referents & against.extra)
+
+
+def _as_typed(words: frozenset[str], question: Normalized) -> list[str]:
+    """These content words of `question` as it spelled them, in its order."""
+    typed = dict(question.spellings)
+    return [typed.get(word, word) for word in dict.fromkeys(question.content) if word in words]
 
 
 def _why_different(turn: Normalized, comparison: Comparison) -> str:
@@ -148,7 +166,13 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
         if not compared:
             return _miss("follow_up" if _leans_on_context(asked, None) else "no_candidate")
         claim, nearest = max(compared, key=lambda pair: pair[1].similarity)
-        return _miss(_why_different(asked, nearest), nearest.similarity, claim)
+        return _miss(
+            _why_different(asked, nearest),
+            nearest.similarity,
+            claim,
+            asked_only=_as_typed(nearest.extra, asked),
+            stored_only=_as_typed(nearest.missing, normalize(claim.question)),
+        )
 
     servable: list[tuple[Claim, Comparison]] = []
     refusals: list[str] = []

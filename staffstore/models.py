@@ -91,6 +91,10 @@ class Decision(_Model):
     score: float | None = None
     answer: str | None = None
     claim: Claim | None = None
+    #: On a miss against a nearest stored question, the words that differ as each side typed
+    #: them: in the turn only, and in the stored question only (empty when only order differs).
+    asked_only: list[str] = Field(default_factory=list)
+    stored_only: list[str] = Field(default_factory=list)
 
     @property
     def hit(self) -> bool:

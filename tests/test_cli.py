@@ -108,6 +108,17 @@ def test_add_with_a_bad_expiry_is_one_line_error(cli: Cli) -> None:
     assert "expires_at" in line
 
 
+def test_a_query_miss_shows_the_words_that_differ(cli: Cli) -> None:
+    ok(cli(*ADD))
+    result = ok(cli("query", "--owner", "acme", "which port does the web listen on"))
+    assert result.stdout.splitlines()[0].startswith("miss")
+    assert "only in the question asked: web; only in the stored one: api" in result.stdout
+    shown = json.loads(
+        ok(cli("query", "--owner", "acme", "--json", "which port does the web listen on")).stdout
+    )
+    assert (shown["asked_only"], shown["stored_only"]) == (["web"], ["api"])
+
+
 def test_query_json_parses(cli: Cli) -> None:
     ok(cli(*ADD))
     hit = json.loads(ok(cli("query", "--owner", "acme", QUESTION, "--json")).stdout)

@@ -164,7 +164,19 @@ async def test_changed_requirement_misses_as_changed_requirement(
 
 async def test_swapped_words_miss(store: StaffStore, put: PutClaim) -> None:
     await put("flights from Boston to Denver", "Three flights a day.")
-    assert (await ask(store, "flights from Denver to Boston")).outcome == "miss"
+    decision = await ask(store, "flights from Denver to Boston")
+    assert (decision.outcome, decision.reason) == ("miss", "word_order")
+    assert decision.asked_only == decision.stored_only == []  # the same words, in another order
+
+
+async def test_a_miss_names_the_words_that_differ_as_each_side_typed_them(
+    store: StaffStore, put: PutClaim
+) -> None:
+    claim = await put("Why does the Docker build in CI never reuse the layer cache?", "x")
+    decision = await ask(store, "why does the docker build in CI never use the layer cahce?")
+    assert (decision.outcome, decision.claim_id) == ("miss", claim.id)
+    # "cahce" is a forgiven slip of the keyboard, not a difference
+    assert (decision.asked_only, decision.stored_only) == (["use"], ["reuse"])
 
 
 async def test_unrelated_question_misses(store: StaffStore, stored: dict[str, Claim]) -> None:
