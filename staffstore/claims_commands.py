@@ -66,13 +66,13 @@ def _print_claims(claims: Sequence[Claim], as_json: bool) -> None:
     )  # fmt: skip
 
 
-def _warn_if_never_served(question: str, option: str) -> None:
+def _warn_if_never_served(question: str) -> None:
     # Stored, but no turn can hit it: the gate misses every turn that asks about "this error"
     # or "the following code", since two people may mean two different things by it.
     if points_elsewhere(question):
         typer.echo(
             'note: the question points at something it does not carry ("this ...", "the '
-            f'following ..."), so the gate will never serve it; name the thing in {option}',
+            'following ..."), so the gate will never serve it; name the thing in --question',
             err=True,
         )
 
@@ -115,7 +115,7 @@ def claims_add(
         print_json({"id": stored.id, "added": added, "claim": _claim_json(stored)})
     else:
         typer.echo(f"{'added' if added else 'already stored'} {stored.id}")
-    _warn_if_never_served(stored.question, "--question")
+    _warn_if_never_served(stored.question)
 
 
 @claims_app.command("import")
@@ -265,7 +265,7 @@ def claims_promote(
         print_json(claim.model_dump(mode="json"))
     else:
         typer.echo(f"promoted {receipt_id} to claim {claim.id}")
-    _warn_if_never_served(claim.question, "--question")
+    _warn_if_never_served(claim.question)
 
 
 def register(app: typer.Typer) -> None:
