@@ -140,15 +140,17 @@ def claims_import(
     the good ones stored.
     """
 
-    async def work() -> ImportReport:
+    async def work() -> tuple[ImportReport, int]:
         source = typer.get_binary_stream("stdin") if file == "-" else file
         parsed = read_claims(source)
+        never_served = sum(points_elsewhere(claim.question) for claim in parsed.claims)
         async with StaffStore.open(db_path(ctx)) as store:
-            return await store_claims(
+            report = await store_claims(
                 store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
             )
+        return report, never_served
 
-    report = run(work())
+    report, never_served = run(work())
     if as_json:
         print_json(
             {
@@ -163,6 +165,12 @@ def claims_import(
         )
     if report.bad:
         typer.echo(f"skipped {describe_bad_lines(report.bad)}", err=True)
+    if never_served:
+        typer.echo(
+            f"note: {never_served} of the questions point at something they do not carry "
+            '("this ...", "the following ..."), so the gate will never serve them',
+            err=True,
+        )
 
 
 @claims_app.command("list")

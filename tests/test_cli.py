@@ -245,6 +245,14 @@ def test_importing_twice_adds_nothing(cli: Cli, tmp_path: Path) -> None:
     assert ok(cli("claims", "import", str(path))).stdout.startswith("0 added, 10 already present")
 
 
+def test_import_counts_the_questions_the_gate_can_never_serve(cli: Cli, tmp_path: Path) -> None:
+    lines = [claim_line(1), claim_line(2, question="Why does this test fail?")]
+    result = ok(cli("claims", "import", str(claims_file(tmp_path / "c.jsonl", lines))))
+    assert result.stdout.startswith("2 added")
+    assert "note: 1 of the questions point at something they do not carry" in result.stderr
+    assert ok(cli("claims", "import", "-", input=claim_line(3) + "\n")).stderr == ""
+
+
 def test_import_reads_standard_input(cli: Cli) -> None:
     out = json.loads(ok(cli("claims", "import", "-", "--json", input=claim_line(1) + "\n")).stdout)
     assert (out["added"], out["skipped"]) == (1, 0)
