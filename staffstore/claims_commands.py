@@ -36,6 +36,8 @@ from .models import Claim, ClaimSource, ClaimStatus
 from .promote import promote_receipt
 from .store import StaffStore
 
+ClaimIdArgument = Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")]
+
 claims_app = typer.Typer(
     help="Store, import, list, search, show, retract and promote an owner's claims.",
     no_args_is_help=True,
@@ -184,7 +186,6 @@ def claims_list(
     as_json: JsonOption = False,
 ) -> None:
     """List an owner's claims, newest first."""
-
     _print_claims(
         with_store(ctx, lambda store: store.list_claims(owner, status=status, limit=limit)),
         as_json,
@@ -200,7 +201,6 @@ def claims_search(
     as_json: JsonOption = False,
 ) -> None:
     """Full-text search of an owner's claims, best match first."""
-
     _print_claims(
         with_store(ctx, lambda store: store.search_claims(owner, text, limit=limit)), as_json
     )
@@ -209,12 +209,11 @@ def claims_search(
 @claims_app.command("show")
 def claims_show(
     ctx: typer.Context,
-    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
+    claim_id: ClaimIdArgument,
     owner: OwnerOption,
     as_json: JsonOption = False,
 ) -> None:
     """Show one claim in full."""
-
     claim = with_store(ctx, lambda store: store.get_claim(owner, claim_id))
     if as_json:
         print_json(_claim_json(claim))
@@ -229,12 +228,11 @@ def claims_show(
 @claims_app.command("retract")
 def claims_retract(
     ctx: typer.Context,
-    claim_id: Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")],
+    claim_id: ClaimIdArgument,
     owner: OwnerOption,
     as_json: JsonOption = False,
 ) -> None:
     """Retract a claim: it stays on record but is never served again."""
-
     claim = with_store(ctx, lambda store: store.retract_claim(owner, claim_id))
     if as_json:
         print_json(_claim_json(claim))
@@ -261,7 +259,6 @@ def claims_promote(
     as_json: JsonOption = False,
 ) -> None:
     """Make a paid answer (by its receipt) a verified claim that later turns can hit."""
-
     claim = with_store(
         ctx,
         lambda store: promote_receipt(

@@ -412,7 +412,6 @@ def receipts(
     as_json: JsonOption = False,
 ) -> None:
     """Show the most recent receipts, newest first: what each turn did and cost."""
-
     found = with_store(ctx, lambda store: store.list_receipts(owner, limit=limit))
     if as_json:
         print_json([receipt.model_dump(mode="json") for receipt in found])
@@ -442,7 +441,6 @@ def _ledger_json(ledger: Ledger) -> dict[str, Any]:
 @app.command("ledger")
 def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption = False) -> None:
     """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost."""
-
     totals = with_store(ctx, lambda store: store.ledger(owner))
     if as_json:
         print_json(_ledger_json(totals))

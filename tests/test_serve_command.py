@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from openai import OpenAI
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from staffstore.cli import app
 from staffstore.testing import FakeOpenRouter
@@ -92,23 +93,30 @@ def test_serve_without_keys_or_trusted_mode_is_a_one_line_error(tmp_path: Path) 
     assert "Traceback" not in result.output
 
 
-def test_promote_turns_a_paid_answer_into_a_claim_that_hits(
-    tmp_path: Path, upstream: tuple[FakeOpenRouter, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _fake, base_url = upstream
+def _ask_then_promote(
+    tmp_path: Path, base_url: str, monkeypatch: pytest.MonkeyPatch, question: str
+) -> tuple[str, Result]:
+    """Pay for an answer with `ask`, then promote its receipt; the db and the promote result."""
     db = str(tmp_path / "s.db")
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-upstream")
     runner = CliRunner()
     asked = runner.invoke(
-        app,
-        ["--db", db, "ask", "--owner", "acme", "--base-url", base_url, "--json",
-         "Which port does the proxy listen on?"],
-    )  # fmt: skip
+        app, ["--db", db, "ask", "--owner", "acme", "--base-url", base_url, "--json", question]
+    )
     assert asked.exit_code == 0, asked.output
-    receipt_id = __import__("json").loads(asked.output)["receipt_id"]
+    receipt_id = json.loads(asked.stdout)["receipt_id"]
     promoted = runner.invoke(app, ["--db", db, "claims", "promote", receipt_id, "--owner", "acme"])
     assert promoted.exit_code == 0, promoted.output
-    decision = runner.invoke(
+    assert promoted.stdout.startswith(f"promoted {receipt_id}")
+    return db, promoted
+
+
+def test_promote_turns_a_paid_answer_into_a_claim_that_hits(
+    tmp_path: Path, upstream: tuple[FakeOpenRouter, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = "Which port does the proxy listen on?"
+    db, _promoted = _ask_then_promote(tmp_path, upstream[1], monkeypatch, question)
+    decision = CliRunner().invoke(
         app,
         ["--db", db, "query", "--owner", "acme", "--json", "which port does the proxy listen on"],
     )
@@ -118,18 +126,6 @@ def test_promote_turns_a_paid_answer_into_a_claim_that_hits(
 def test_promoting_a_question_the_gate_can_never_serve_says_so(
     tmp_path: Path, upstream: tuple[FakeOpenRouter, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _fake, base_url = upstream
-    db = str(tmp_path / "s.db")
-    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-upstream")
-    runner = CliRunner()
-    asked = runner.invoke(
-        app,
-        ["--db", db, "ask", "--owner", "acme", "--base-url", base_url, "--json",
-         "What does this error mean?"],
-    )  # fmt: skip
-    assert asked.exit_code == 0, asked.output
-    receipt_id = __import__("json").loads(asked.stdout)["receipt_id"]
-    promoted = runner.invoke(app, ["--db", db, "claims", "promote", receipt_id, "--owner", "acme"])
-    assert promoted.exit_code == 0, promoted.output
-    assert promoted.stdout.startswith("promoted ")
+    question = "What does this error mean?"
+    _db, promoted = _ask_then_promote(tmp_path, upstream[1], monkeypatch, question)
     assert "will never serve it; name the thing in --question" in promoted.stderr
