@@ -88,6 +88,30 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"\bon\s+call\b"), "oncall", ("call",)),
     (re.compile(r"\bhow\s+come\b"), "why", ("come",)),
     (re.compile(r"\bfor\s+how\s+long\b"), "how long", ("long",)),
+    # A duration asked three ways: "how long does it take to restore X", "how long does a
+    # restore of X take", "how long does restoring X take". The "it" there stands for nothing
+    # (it is not a referent), and the noun or gerund is the verb.
+    (
+        re.compile(r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+it\s+take\s+to\b"),
+        r"how long \1 take to",
+        ("long",),
+    ),
+    (
+        re.compile(
+            r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+(?:a|an|the)\s+"
+            r"(\w+\s+)?(\w+)\s+of\s+([^?,;]{1,80}?)\s+take(?=[\s?.!]*$)"
+        ),
+        r"how long \1 take to \2\3 \4",
+        ("long",),
+    ),
+    (
+        re.compile(
+            r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+(\w+ing)\s+"
+            r"([^?,;]{1,80}?)\s+take(?=[\s?.!]*$)"
+        ),
+        r"how long \1 take to \2 \3",
+        ("long",),
+    ),
     (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when", ("date", "day")),
     (re.compile(r"\bcompared\s+(?:to|with)\b"), "vs", ("compared",)),
     (
@@ -174,6 +198,13 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
         ("have",),
     ),
     (re.compile(r"\bjust\b"), "only", ("just",)),
+    # A scheduled run is named with or without "job": "the nightly backup (job)", "the daily
+    # ETL (job)". Only after a schedule word: "a government job" is not "a government".
+    (
+        re.compile(r"\b(hourly|daily|nightly|weekly|monthly)\s+([\w.]+(?:\s+[\w.]+)?)\s+jobs?\b"),
+        r"\1 \2",
+        ("job",),
+    ),
 )
 
 # Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
@@ -273,6 +304,7 @@ _SYNONYMS = {
     "purchase": "buy",
     "begin": "start", "commence": "start",
     "finish": "end", "complete": "end",
+    "fully": "full", "completely": "complete",  # "fully restore" / "a full restore"
     "automobile": "car",
     "film": "movie",
     "approach": "method", "technique": "method",
@@ -440,9 +472,39 @@ def tokens_and_marks(text: str) -> tuple[list[str], frozenset[int]]:
     return [match.group() for match in found], in_path
 
 
+# "Apple's App Review", "Pixar's Finding Nemo": a maker's possessive before the capitalised name
+# (two words or more) of something it makes. The name already says which thing is meant, so
+# "App Review" asks about the same one. Not before a name that a common noun follows ("Ghana's
+# World Cup team"), nor before an office or body that every country has ("India's Prime
+# Minister", "Japan's Supreme Court"): there the possessor says whose.
+_MAKER = re.compile(
+    r"(?<![\w'])([A-Z][\w&.+-]*)['\u2019]s\s+(?:[A-Z][\w.+-]*\s+)+"
+    r"(?!(?:Minister|President|Secretary|Governor|Court|Government|Parliament|Congress|Senate"
+    r"|Army|Navy|Police|Bank|Party|Team|Council|Ministry|Embassy)\b)[A-Z][\w.+-]*\b(?!\s+[a-z])"
+)
+
+
+_NOT_MAKERS = STOPWORDS | COMMON_CONTENT | {"let", "everyone", "anyone", "nobody"}
+
+
+def makers(text: str) -> frozenset[str]:
+    """The lower-cased possessors in `text` that name the maker of a named thing."""
+    if "'" not in text and "\u2019" not in text:
+        return frozenset()
+    found = (match.group(1).lower() for match in _MAKER.finditer(text))
+    # "What's Bhagavad Gita", "Who's Hosni Mubarak", "Let's Encrypt": not possessives.
+    return frozenset(word for word in found if word not in _NOT_MAKERS)
+
+
 def tokens(text: str) -> list[str]:
     """Lower-cased word tokens with contractions expanded and wrappers removed."""
     return [token for token in tokens_and_marks(text)[0] if token not in PHRASE_MARKS]
+
+
+#: Pairs of folded words that ask the same only beside a third: a cache is there to be reused,
+#: so "never use the layer cache" asks what "never reuse the layer cache" asks, while "use a
+#: condom" and "reuse a condom" differ.
+SAME_BESIDE = {frozenset({"use", "reus"}): "cach"}
 
 
 def is_name(token: str) -> bool:

@@ -7,7 +7,9 @@ Two questions are the same question only when their content is the same set of w
 forgiven) *and* those words come in the same order, or in an order that moves one whole phrase
 ("what did Kernel find about X" / "about X, what did Kernel find"), or in the other order of one
 of English's alternations that rephrasing.py knows ("the size of the pool" / "the pool size",
-active / passive, a moved negation). Everything else is a miss.
+active / passive, a moved negation). Two narrow allowances come before that test: a maker's
+possessive that only one side names ("Apple's App Review" / "App Review"), and a word that means
+another only in context ("use" / "reuse" beside "cache"). Everything else is a miss.
 
 The rule is deliberately strict. Equal content catches word order, synonyms, question forms,
 casing, punctuation and typos; a different number, version, name, platform, date or a negation
@@ -33,12 +35,14 @@ from .lexicon import (
     ONE_AS_PRONOUN,
     PHRASE_MARKS,
     PREPOSITIONS,
+    SAME_BESIDE,
     SECOND_UNIT,
     WITHIN_PHRASE,
     canonical,
     is_function_word,
     is_name,
     is_participle,
+    makers,
     stem,
     tokens_and_marks,
 )
@@ -60,6 +64,8 @@ class Normalized:
     spellings: tuple[tuple[str, str], ...] = ()
     #: Content positions typed as identifiers ("acme/api", "api.acme.dev", "5.2").
     names: frozenset[int] = frozenset()
+    #: Content positions of a maker's possessive before a name: "Apple" in "Apple's App Review".
+    makers: frozenset[int] = frozenset()
     content_set: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -85,18 +91,20 @@ class Normalized:
 #: The version of what normalize makes of a question. Stores keep each claim's content words
 #: (its search key) and re-key themselves on open when this differs from the version that wrote
 #: them, so bump it with any change that alters some question's content words.
-KEY_VERSION = 2
+KEY_VERSION = 3
 
 
 @lru_cache(maxsize=65_536)
 def normalize(text: str) -> Normalized:
     """Reduce a question to canonical words and content words (cached: turns repeat)."""
     raw, in_path = tokens_and_marks(text)
+    possessors = makers(text)
     words: list[str] = []
     content: list[str] = []
     breaks: set[int] = set()  # content positions that start a new phrase
     verbal: set[int] = set()  # content positions written as a verb form ("died", "kept")
     names: set[int] = set()  # content positions typed as identifiers
+    maker_at: set[int] = set()  # content positions of a maker's possessive
     spellings: dict[str, str] = {}
     phrase_ended = False
     plural: str | None = None  # the latest plural noun, which "ones" stands for
@@ -151,6 +159,8 @@ def normalize(text: str) -> Normalized:
             verbal.add(len(content))
         if index in in_path or is_name(token):
             names.add(len(content))
+        if token in possessors:
+            maker_at.add(len(content))
         words.append(word)
         content.append(word)
         spellings.setdefault(word, token)
@@ -163,6 +173,7 @@ def normalize(text: str) -> Normalized:
         frozenset(verbal),
         tuple(spellings.items()),
         frozenset(names),
+        frozenset(maker_at),
     )
 
 
@@ -261,8 +272,12 @@ class Comparison:
 def compare(turn: Normalized, claim: Normalized) -> Comparison:
     """Decide whether the turn asks the stored question; say what differs when it does not."""
     similarity = _similarity(turn, claim)
+    if turn.makers or claim.makers:
+        turn, claim = _without_lone_makers(turn, claim)
     turn = _compounds_as_in(turn, claim)
     mapped = align(turn, claim)
+    if mapped is not None and not turn.content_set <= claim.content_set:
+        mapped = _same_beside(mapped, claim)
     if mapped is None:
         missing = claim.content_set - turn.content_set
         extra = turn.content_set - claim.content_set
@@ -279,6 +294,61 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
         order_ok, missing, extra = True, frozenset(), frozenset()
     same = order_ok and bool(claim.content) and _short_guard(claim, similarity)
     return Comparison(same, similarity, missing, extra, order_ok)
+
+
+def _same_beside(mapped: list[str], claim: Normalized) -> list[str]:
+    """The aligned turn with a word that means the claim's word in this context as the claim's.
+
+    "use" is "reuse" beside "cache" (lexicon.SAME_BESIDE), on both sides of the comparison.
+    """
+    result = list(mapped)
+    for index, word in enumerate(mapped):
+        if word in claim.content_set:
+            continue
+        for other in claim.content_set - set(mapped):
+            context = SAME_BESIDE.get(frozenset((word, other)))
+            if context is not None and context in claim.content_set and context in mapped:
+                result[index] = other
+                break
+    return result
+
+
+def _without_lone_makers(turn: Normalized, claim: Normalized) -> tuple[Normalized, Normalized]:
+    """Both questions without a maker's possessive that only one of them names.
+
+    "rejected by Apple's App Review" asks what "rejected by App Review" asks: the name says
+    which thing is meant. When both name a maker, the makers must agree ("Apple's" and
+    "Google's App Review" are two things).
+    """
+    turn_only = {i for i in turn.makers if turn.content[i] not in claim.content_set}
+    claim_only = {i for i in claim.makers if claim.content[i] not in turn.content_set}
+    if turn_only and claim_only:
+        return turn, claim
+    return _dropping(turn, turn_only), _dropping(claim, claim_only)
+
+
+def _dropping(question: Normalized, positions: set[int]) -> Normalized:
+    """The question with the content words at `positions` taken out."""
+    if not positions:
+        return question
+
+    def shifted(marks: frozenset[int]) -> frozenset[int]:
+        return frozenset(
+            i - sum(1 for p in positions if p < i) for i in marks if i not in positions
+        )
+
+    words = list(question.words)
+    for at in positions:
+        words.remove(question.content[at])
+    return Normalized(
+        tuple(words),
+        tuple(w for i, w in enumerate(question.content) if i not in positions),
+        shifted(question.breaks),
+        shifted(question.verbal),
+        question.spellings,
+        shifted(question.names),
+        shifted(question.makers),
+    )
 
 
 def _compounds_as_in(turn: Normalized, claim: Normalized) -> Normalized:

@@ -173,10 +173,10 @@ async def test_a_miss_names_the_words_that_differ_as_each_side_typed_them(
     store: StaffStore, put: PutClaim
 ) -> None:
     claim = await put("Why does the Docker build in CI never reuse the layer cache?", "x")
-    decision = await ask(store, "why does the docker build in CI never use the layer cahce?")
+    decision = await ask(store, "why does the docker build in CI never clear the layer cahce?")
     assert (decision.outcome, decision.claim_id) == ("miss", claim.id)
     # "cahce" is a forgiven slip of the keyboard, not a difference
-    assert (decision.asked_only, decision.stored_only) == (["use"], ["reuse"])
+    assert (decision.asked_only, decision.stored_only) == (["clear"], ["reuse"])
 
 
 async def test_unrelated_question_misses(store: StaffStore, stored: dict[str, Claim]) -> None:

@@ -415,8 +415,10 @@ KEY_PROBES = [
     "Are there any GPL-licensed dependencies in acme/web, right now?",
     "What should I have done in the following situation?",
     "Why do websocket connections drop after sixty seconds, 40 percent of the time?",
+    "How long does it take to fully restore the production database?",
+    "Why does the nightly backup job skip Apple's App Store receipts?",
 ]
-KEY_DIGESTS = {2: "47e38cc32ed80718"}
+KEY_DIGESTS = {3: "c218d3b42beb44c3"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
