@@ -297,9 +297,10 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
 
 
 def _same_beside(mapped: list[str], claim: Normalized) -> list[str]:
-    """The aligned turn with a word that means the claim's word in this context as the claim's.
+    """The aligned turn, each word that means a claim word in this context written as that word.
 
-    "use" is "reuse" beside "cache" (lexicon.SAME_BESIDE), on both sides of the comparison.
+    Beside "cache", "use" means "reuse" (lexicon.SAME_BESIDE): the context word must be in both
+    questions.
     """
     result = list(mapped)
     for index, word in enumerate(mapped):
