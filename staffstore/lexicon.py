@@ -21,7 +21,7 @@ from functools import lru_cache
 _WRAPPERS = re.compile(
     r"\b(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
     r"(?:tell|show|remind|explain\s+to)\s+me|"
-    r"(?:do|does)\s+(?:you|anyone|anybody|someone)\s+know|"
+    r"(?:do|does)\s+(?:you|we|anyone|anybody|someone)\s+know|"
     r"i\s+(?:want|wanted|would\s+like|d\s+like|need)\s+to\s+know|"
     r"i\s+(?:wonder|was\s+wondering|am\s+wondering)|"
     r"(?:please\s+)?remind\s+me|tell\s+me|"
@@ -198,6 +198,8 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
         ("have",),
     ),
     (re.compile(r"\bjust\b"), "only", ("just",)),
+    # "why does the build keep failing" asks "why does the build fail": "keep" only says again.
+    (re.compile(r"\b(?:keep|keeps|kept)\s+(?=(?!\w*thing\b)\w{3,}ing\b)"), "", ("keep", "kept")),
     # A scheduled run is named with or without "job": "the nightly backup (job)", "the daily
     # ETL (job)". Only after a schedule word: "a government job" is not "a government".
     (
@@ -504,7 +506,12 @@ def tokens(text: str) -> list[str]:
 #: Pairs of folded words that ask the same only beside a third: a cache is there to be reused,
 #: so "never use the layer cache" asks what "never reuse the layer cache" asks, while "use a
 #: condom" and "reuse a condom" differ.
-SAME_BESIDE = {frozenset({"use", "reus"}): "cach"}
+SAME_BESIDE = {
+    frozenset({"use", "reus"}): "cach",
+    frozenset({"call", "hit"}): "endpoint",
+    frozenset({"call", "use"}): "endpoint",
+    frozenset({"hit", "use"}): "endpoint",
+}
 
 
 def is_name(token: str) -> bool:

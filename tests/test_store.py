@@ -417,8 +417,9 @@ KEY_PROBES = [
     "Why do websocket connections drop after sixty seconds, 40 percent of the time?",
     "How long does it take to fully restore the production database?",
     "Why does the nightly backup job skip Apple's App Store receipts?",
+    "Do we know why the acme/api build keeps timing out?",
 ]
-KEY_DIGESTS = {3: "c218d3b42beb44c3"}
+KEY_DIGESTS = {4: "9403928e8f2e9fc8"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
