@@ -53,6 +53,27 @@ async def test_an_agent_the_claim_does_not_name_stays_a_word(
     assert decision.outcome == "miss"
 
 
+async def test_a_makers_possessive_the_stored_question_lacks_is_found_and_served(
+    put: PutClaim, store: StaffStore
+) -> None:
+    # "apple" is the turn's rarest word and no stored question has it: the widened lookup must
+    # still find the claim.
+    claim = await put("Why was the 5.2 iOS build rejected by App Review?", "a private API")
+    decision = await ask(store, "why was the 5.2 iOS build rejected by Apple's App Review?")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+    # Two makers named are two things.
+    await put("Why was the 5.3 iOS build rejected by Apple's App Review?", "a crash at launch")
+    other = await ask(store, "why was the 5.3 iOS build rejected by Google's App Review?")
+    assert other.outcome == "miss"
+
+
+async def test_how_long_does_it_take_alone_is_a_follow_up(put: PutClaim, store: StaffStore) -> None:
+    claim = await put("How long does a full restore of the production database take?", "4 hours")
+    decision = await ask(store, "How long does it take to fully restore the production database?")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+    assert (await ask(store, "How long does it take?")).reason == "follow_up"
+
+
 PARAPHRASES = [
     pytest.param(KERNEL_Q, KERNEL_Q, id="exact"),
     pytest.param("WHAT DID KERNEL FIND ABOUT LEDGER REPLAY?", KERNEL_Q, id="casing"),
