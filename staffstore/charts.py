@@ -241,6 +241,8 @@ def _pairs(ledgers: list[PairsLedger]) -> Figure:
                     f"strict {percent(s.false_hit_rate_strict, 2)}",
                     xy=(s.false_hit_rate_strict, s.recall), xytext=(0, -13),
                     textcoords="offset points", ha="center", fontsize=7, color=colour,
+                    bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
+                          "edgecolor": "none"}, zorder=2.2,  # over the lines, under the axes
                 )  # fmt: skip
             # Shared and isolated often land on the same spot: the smaller marker stays visible.
             axes.scatter(
