@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import combinations
 
 # Politeness and question wrappers, removed before tokenising; they never change what is asked.
 _WRAPPERS = re.compile(
@@ -503,14 +504,18 @@ def tokens(text: str) -> list[str]:
     return [token for token in tokens_and_marks(text)[0] if token not in PHRASE_MARKS]
 
 
-#: Pairs of folded words that ask the same only beside a third: a cache is there to be reused,
-#: so "never use the layer cache" asks what "never reuse the layer cache" asks, while "use a
-#: condom" and "reuse a condom" differ.
+# Words that ask the same only beside another: a cache is there to be reused, so "never use the
+# layer cache" asks what "never reuse the layer cache" asks, while "use a condom" and "reuse a
+# condom" differ; an endpoint is hit, called or used alike.
+_SAME_BESIDE_WORDS = (
+    (("use", "reuse"), "cache"),
+    (("call", "hit", "use"), "endpoint"),
+)
+#: Each pair of those words, folded, and the folded word they must stand beside.
 SAME_BESIDE = {
-    frozenset({"use", "reus"}): "cach",
-    frozenset({"call", "hit"}): "endpoint",
-    frozenset({"call", "use"}): "endpoint",
-    frozenset({"hit", "use"}): "endpoint",
+    frozenset({canonical(a), canonical(b)}): canonical(beside)
+    for words, beside in _SAME_BESIDE_WORDS
+    for a, b in combinations(words, 2)
 }
 
 
