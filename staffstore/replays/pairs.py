@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InputError
 from ..gate import query_first
@@ -41,12 +41,23 @@ _SHARED_OWNER = "pairs"
 
 
 class Pair(BaseModel):
-    a: str
-    b: str
-    label: int
+    """One labelled pair. The public releases' own field names are read too: Quora's
+    `question1`, `question2`, `is_duplicate`, `qid1` and PAWS's `sentence1`, `sentence2`."""
+
+    # Ids come as numbers in the public releases ("id": 7); they are names here.
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    a: str = Field(validation_alias=AliasChoices("a", "question1", "sentence1"))
+    b: str = Field(validation_alias=AliasChoices("b", "question2", "sentence2"))
+    label: int = Field(validation_alias=AliasChoices("label", "is_duplicate"))
     source: str = "unknown"
     id: str | None = None
     hard_negative: bool | None = None
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _unknown_when_missing(cls, value: object) -> object:
+        return "unknown" if value is None else value
 
 
 def read_pairs(path: Path) -> list[Pair]:
