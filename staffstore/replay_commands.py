@@ -153,7 +153,7 @@ def replay_pairs(
         typer.Option(
             "--out",
             metavar="LEDGER.json",
-            help="The ledger to write. Default: ledgers/pairs-<stem>-ledger.json.",
+            help="The ledger to write. Default: ledgers/pairs-NAME-ledger.json for NAME.jsonl.",
             show_default=False,
         ),
     ] = None,
@@ -165,8 +165,9 @@ def replay_pairs(
     """Evaluate the gate on one pairs file: recall and false hits, in both modes by default.
 
     Each line is a JSON object with `a`, `b` and `label` (1: same question, 0: not), and
-    optionally `source`, `id` and `hard_negative`. Shared: every `a` stored in one store, every
-    `b` asked. Isolated: each pair alone under its own owner.
+    optionally `source`, `id` and `hard_negative`; Quora's `question1`, `question2`,
+    `is_duplicate` and PAWS's `sentence1`, `sentence2` are read too. Shared: every `a` stored in
+    one store, every `b` asked. Isolated: each pair alone under its own owner.
     """
     if not file.is_file():
         fail(f"no pairs file at {file}")
