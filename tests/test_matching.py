@@ -82,6 +82,10 @@ def test_a_moved_prepositional_phrase_is_the_same_question() -> None:
             "How long does restoring the production database take?",
             "How long does it take to restore the production database?",
         ),
+        (
+            "How much time does it take for the search index to rebuild?",
+            "How long does the search index take to rebuild?",
+        ),
         # a scheduled run, with or without "job"
         (
             "Why does the daily ETL job load duplicate rows into the events table?",
