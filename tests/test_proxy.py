@@ -212,6 +212,74 @@ def test_sdk_gets_a_paraphrase_hit_from_a_claim(server: Server, fake: FakeOpenRo
     assert raw.parse().choices[0].message.content == "Send SIGHUP."
 
 
+_REGION_Q = "Which region is the staging cluster in?"
+_TOOL = {
+    "type": "function",
+    "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+}
+_IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        pytest.param(ask(_REGION_Q, tools=[_TOOL]), "structured_request", id="tools"),
+        pytest.param(
+            ask(_REGION_Q, response_format={"type": "json_object"}),
+            "structured_request",
+            id="response_format",
+        ),
+        pytest.param(ask(_REGION_Q, n=2), "structured_request", id="n"),
+        pytest.param(
+            {
+                "model": "fake/model",
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": _REGION_Q}, _IMAGE]}
+                ],
+            },
+            "not_text",
+            id="image",
+        ),
+        pytest.param(
+            {
+                "model": "fake/model",
+                "messages": [
+                    {"role": "user", "content": _REGION_Q},
+                    {"role": "assistant", "content": "Let me check."},
+                ],
+            },
+            "not_a_user_turn",
+            id="assistant_last",
+        ),
+    ],
+)
+def test_requests_a_claim_cannot_answer_go_upstream(
+    server: Server, fake: FakeOpenRouter, body: dict[str, object], reason: str
+) -> None:
+    _claim(server, "alice", _REGION_Q, "eu-west-1")
+    response = server.post(body)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-staffstore-outcome"] == "miss"
+    assert response.headers["x-staffstore-reason"] == reason
+    assert len(fake.chat_requests) == 1
+    assert response.json()["choices"][0]["message"]["content"] != "eu-west-1"
+
+
+def test_text_parts_joined_are_the_question_a_claim_answers(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    _claim(server, "alice", _REGION_Q, "eu-west-1")
+    parts = [
+        {"type": "text", "text": "which region is "},
+        {"type": "text", "text": "the staging cluster in"},
+    ]
+    response = server.post(
+        {"model": "fake/model", "messages": [{"role": "user", "content": parts}]}
+    )
+    check_completion(response.json(), "eu-west-1")
+    assert fake.chat_requests == []
+
+
 def test_claims_of_one_owner_do_not_answer_another(server: Server, fake: FakeOpenRouter) -> None:
     _claim(server, "bob", "What is bob's deploy password?", "hunter2")
     response = server.post(ask("what is bob's deploy password"))
