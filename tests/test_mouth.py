@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import pytest
 
 from staffstore.errors import MissingApiKeyError, UpstreamError, UpstreamStatusError
 from staffstore.models import ChatReply, Message, Turn
-from staffstore.mouth import ensure_mouth
+from staffstore.mouth import TurnFailed, ensure_mouth
 from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
 from staffstore.upstream import API_KEY_ENV, OpenRouter
@@ -309,3 +310,35 @@ async def test_ledger_counts_attempted_turns_with_unknown_usage(
     ledger = await store.ledger("alice")
     # The usage-less answer and the failed call were attempts the provider did not price.
     assert (ledger.unknown_usage_turns, ledger.unknown_cost_turns) == (2, 2)
+
+
+async def test_raise_on_error_raises_with_the_stored_receipt(store: StaffStore) -> None:
+    chat = CountingChat(error=UpstreamStatusError("overloaded", 503))
+    with pytest.raises(TurnFailed) as raised:
+        await ensure_mouth(store, _turn(NEW_Q), chat, raise_on_error=True)
+    receipt = raised.value.result.receipt
+    assert (raised.value.result.answer, receipt.inference_attempted) == (None, True)
+    assert isinstance(raised.value.cause, UpstreamStatusError)
+    stored = await store.list_receipts("alice")
+    assert [r.id for r in stored] == [receipt.id]
+
+
+async def test_a_cancelled_call_leaves_a_cancelled_attempt(store: StaffStore) -> None:
+    started = asyncio.Event()
+
+    async def never_answers(messages: list[Message]) -> ChatReply:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    task = asyncio.create_task(ensure_mouth(store, _turn(NEW_Q), never_answers))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (receipt,) = await store.list_receipts("alice")
+    assert (receipt.status, receipt.inference_attempted, receipt.answer) == (
+        "cancelled",
+        True,
+        None,
+    )
