@@ -89,10 +89,11 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"\bon\s+call\b"), "oncall", ("call",)),
     (re.compile(r"\bhow\s+come\b"), "why", ("come",)),
     (re.compile(r"\bfor\s+how\s+long\b"), "how long", ("long",)),
+    # A duration is asked in several ways: "how much time" is "how long"; "how long does it
+    # take to restore X", "how long does a restore of X take" and "how long does restoring X
+    # take" ask one thing. The "it" there stands for nothing (it is not a referent), and the
+    # noun or gerund is the verb.
     (re.compile(r"\bhow\s+much\s+time\b"), "how long", ("time",)),
-    # A duration asked three ways: "how long does it take to restore X", "how long does a
-    # restore of X take", "how long does restoring X take". The "it" there stands for nothing
-    # (it is not a referent), and the noun or gerund is the verb.
     (
         re.compile(r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+it\s+take\s+to\b"),
         r"how long \1 take to",
