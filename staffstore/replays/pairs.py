@@ -42,7 +42,8 @@ _SHARED_OWNER = "pairs"
 
 class Pair(BaseModel):
     """One labelled pair. The public releases' own field names are read too: Quora's
-    `question1`, `question2`, `is_duplicate`, `qid1` and PAWS's `sentence1`, `sentence2`."""
+    `question1`, `question2`, `is_duplicate` and PAWS's `sentence1`, `sentence2` (other fields,
+    such as Quora's `qid1`, are ignored)."""
 
     # Ids come as numbers in the public releases ("id": 7); they are names here.
     model_config = ConfigDict(coerce_numbers_to_str=True)
