@@ -443,7 +443,19 @@ def canonical(token: str, *, fold_verb: bool = True) -> str:
     word = stem(_SYNONYMS.get(token, token))
     word = _SYNONYMS.get(word, word)
     word = _lemma(word, verb=fold_verb)
-    return _FOLDED_SYNONYMS.get(word, word)
+    word = _FOLDED_SYNONYMS.get(word, word)
+    if word in _WORDS_WITH_A_ROLE and token not in _SYNONYMS and word != token:
+        # Folding must not make a word into one the gate reads apart: "note" is not the
+        # negation "not", "theme" not the referent "them", "willing" not "will".
+        return stem(token)
+    return word
+
+
+# Negations, referents, pronouns, prepositions and function words: each has a part in how the
+# gate reads a question, so no other word may fold into one of them.
+_WORDS_WITH_A_ROLE = (
+    NEGATIONS | REFERENTS | STOPWORDS | COMMON_CONTENT | frozenset(_PRONOUNS.values())
+)
 
 
 # The synonym table again, keyed and valued by folded forms, so every inflection of a listed

@@ -156,3 +156,14 @@ def test_keep_is_a_word_of_the_question_unless_a_gerund_follows() -> None:
     assert "keep" in normalize("Why do I keep a diary?").content
     assert "keep" in normalize("How long do we keep nothing in the bucket?").content
     assert "keep" not in normalize("Why does the build keep failing?").content
+
+
+def test_no_word_folds_into_a_negation_a_referent_or_a_function_word() -> None:
+    # "note" once folded to "not": "500 rupee notes" read as "500 rupee not"
+    assert not same("Why were 500 rupee notes banned?", "Why were 500 rupee not banned?")
+    assert "not" not in normalize("Can a Lenovo K3 Note support VoLTE?").content
+    assert "them" not in normalize("What is the theme of Hamlet?").content
+    assert "will" not in normalize("Who is willing to pay for it?").content
+    # the folds that still hold
+    assert same("What are the themes of Hamlet?", "What is the theme of Hamlet?")
+    assert same("What did the notes say?", "What did the note say?")

@@ -419,8 +419,9 @@ KEY_PROBES = [
     "Why does the nightly backup job skip Apple's App Store receipts?",
     "Do we know why the acme/api build keeps timing out?",
     "How much time does it take for the search index to rebuild?",
+    "Why were the 500 rupee notes banned, and what is the theme of the release notes?",
 ]
-KEY_DIGESTS = {5: "3a011dd4dcd1f3a3"}
+KEY_DIGESTS = {6: "265c6440607e5d18"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
