@@ -411,11 +411,23 @@ _DO = frozenset({"do", "does", "did", "done"})
 GET_FORMS = frozenset({"get", "gets", "got", "gotten", "getting"})
 
 
+# Words that stay different when an "e" is added: "plan" / "plane", "car" / "care", "hop" /
+# "hope". Without the "e" the folded form of one would be the other word.
+_E_MAKES_ANOTHER_WORD = frozenset(
+    """
+    bar bath breath bit cap car cloth cod con cop cub cur cut dim din dot dud fad far fat fin
+    gap glob grip hat hop hug kit mad mar mat mop pal pan pin plan quit rat rid rip rob rod
+    scar shin sit slid slim snip spin spit star strip tap tin ton trip tub twin van wag win
+    """.split()
+)
+
+
 def _lemma(word: str, *, verb: bool = True) -> str:
     """Fold -ing, -ed and a final -e, so "share", "shared" and "sharing" are one word.
 
     Both sides of a comparison go through it, so the folded form only has to be consistent,
-    not a real word. Short bases are left alone ("need", "bring", "thing").
+    not a real word; but it must not be another word ("plane" is not "plan": a doubled
+    consonant says which one "planning" is). Short bases are left alone ("need", "bring").
     """
     if not word.isalpha() or len(word) < 4:
         return word
@@ -423,10 +435,12 @@ def _lemma(word: str, *, verb: bool = True) -> str:
     for suffix in ("ing", "ed") if verb else ():
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             base = word[: -len(suffix)]
-            if base[-1] == base[-2] and base[-1] not in "lsz":
-                base = base[:-1]  # stopped -> stop
+            if base[-1] == base[-2] and base[-1] not in "lsz" and len(base) >= 4:
+                return base[:-1]  # stopped -> stop, planning -> plan
+            if base in _E_MAKES_ANOTHER_WORD:
+                return base + "e"  # hoping -> hope, caring -> care
             break
-    if base.endswith("e") and len(base) >= 4:
+    if base.endswith("e") and len(base) >= 4 and base[:-1] not in _E_MAKES_ANOTHER_WORD:
         base = base[:-1]
     return base
 

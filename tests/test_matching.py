@@ -167,3 +167,22 @@ def test_no_word_folds_into_a_negation_a_referent_or_a_function_word() -> None:
     # the folds that still hold
     assert same("What are the themes of Hamlet?", "What is the theme of Hamlet?")
     assert same("What did the notes say?", "What did the note say?")
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [("plane", "plan"), ("care", "car"), ("hope", "hop"), ("cute", "cut"), ("quite", "quit")],
+)
+def test_a_word_never_folds_into_another_word(one: str, other: str) -> None:
+    assert not same(
+        f"What is the best {one} for a student?", f"What is the best {other} for a student?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("form", "base"),
+    [("planning", "plan"), ("caring", "care"), ("hoping", "hope"), ("hopping", "hop"),
+     ("added", "add"), ("sharing", "share"), ("stopped", "stop")],
+)  # fmt: skip
+def test_inflections_fold_to_their_own_word(form: str, base: str) -> None:
+    assert normalize(f"why did they {form}").content == normalize(f"why did they {base}").content

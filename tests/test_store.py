@@ -420,8 +420,9 @@ KEY_PROBES = [
     "Do we know why the acme/api build keeps timing out?",
     "How much time does it take for the search index to rebuild?",
     "Why were the 500 rupee notes banned, and what is the theme of the release notes?",
+    "Which plane do we take, and who added the car care plan?",
 ]
-KEY_DIGESTS = {6: "265c6440607e5d18"}
+KEY_DIGESTS = {7: "95a52fb66e61496e"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
