@@ -416,7 +416,7 @@ GET_FORMS = frozenset({"get", "gets", "got", "gotten", "getting"})
 _E_MAKES_ANOTHER_WORD = frozenset(
     """
     bar bath breath bit cap car cloth cod con cop cub cur cut dim din dot dud fad far fat fin
-    gap glob grip hat hop hug kit mad mar mat mop pal pan pin plan quit rat rid rip rob rod
+    gap glob grip hat hop hug kit mad man mar mat mop pal pan pin plan quit rat rid rip rob rod
     scar shin sit slid slim snip spin spit star strip tap tin ton trip tub twin van wag win
     """.split()
 )

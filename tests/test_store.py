@@ -420,9 +420,9 @@ KEY_PROBES = [
     "Do we know why the acme/api build keeps timing out?",
     "How much time does it take for the search index to rebuild?",
     "Why were the 500 rupee notes banned, and what is the theme of the release notes?",
-    "Which plane do we take, and who added the car care plan?",
+    "Which plane do we take, and who added the car care plan for the horse's mane?",
 ]
-KEY_DIGESTS = {7: "95a52fb66e61496e"}
+KEY_DIGESTS = {7: "1306d2848e7ef3af"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
