@@ -101,9 +101,9 @@ def _leans_on_context(turn: Normalized, against: Comparison | None) -> bool:
 
 
 def _as_typed(words: frozenset[str], question: Normalized) -> list[str]:
-    """These content words of `question` as it spelled them, in its order."""
+    """These words of `question` as it spelled them, in its order."""
     typed = dict(question.spellings)
-    return [typed.get(word, word) for word in dict.fromkeys(question.content) if word in words]
+    return [typed.get(word, word) for word in dict.fromkeys(question.words) if word in words]
 
 
 def _why_different(turn: Normalized, comparison: Comparison) -> str:

@@ -9,7 +9,9 @@ forgiven) *and* those words come in the same order, or in an order that moves on
 of English's alternations that rephrasing.py knows ("the size of the pool" / "the pool size",
 active / passive, a moved negation). Two narrow allowances come before that test: a maker's
 possessive that only one side names ("Apple's App Review" / "App Review"), and a word that means
-another only in context ("use" / "reuse" beside "cache"). Everything else is a miss.
+another only in context ("use" / "reuse" beside "cache"). Two function words still count: "or"
+("Python or Java?" is not "Python and Java?") and a past or future auxiliary ("Did Trump win?"
+is not "Will Trump win?"). Everything else is a miss.
 
 The rule is deliberately strict. Equal content catches word order, synonyms, question forms,
 casing, punctuation and typos; a different number, version, name, platform, date or a negation
@@ -293,7 +295,50 @@ def compare(turn: Normalized, claim: Normalized) -> Comparison:
         # One of English's two ways of asking it: nothing is missing, nothing is extra.
         order_ok, missing, extra = True, frozenset(), frozenset()
     same = order_ok and bool(claim.content) and _short_guard(claim, similarity)
+    if same:
+        told_apart = _told_apart_by_function_words(turn.words, claim.words)
+        if told_apart is not None:
+            extra, missing = told_apart
+            same = False
     return Comparison(same, similarity, missing, extra, order_ok)
+
+
+#: Auxiliaries that set a question in the past, and in the future.
+_PAST = frozenset({"did", "was", "were", "had"})
+_FUTURE = frozenset({"will", "shall"})
+
+
+def _told_apart_by_function_words(
+    turn: Sequence[str], claim: Sequence[str]
+) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The function words (turn's, claim's) that make two questions of the same content words
+    ask different things, or None when none do.
+
+    Function words are not content, but two of their differences change what is asked: "Python
+    or Java?" (which one) is not "Python and Java?" (both), and "Did Trump win?" (what happened)
+    is not "Will Trump win?" (a forecast). Present and past, or present and future, stay one
+    question ("Why was the build rejected?", "When does/will the certificate expire?").
+    """
+    if turn.count("or") != claim.count("or"):
+        turn_joins, claim_joins = {"and", "or"} & set(turn), {"and", "or"} & set(claim)
+        extra, missing = turn_joins - claim_joins, claim_joins - turn_joins
+        if not extra and not missing:  # both have both, "or" more often in one
+            extra = {"or"} if turn.count("or") > claim.count("or") else set()
+            missing = {"or"} - extra
+        return frozenset(extra), frozenset(missing)
+    tenses = (_tense(turn), _tense(claim))
+    if set(tenses) == {_PAST, _FUTURE}:
+        return frozenset(tenses[0] & set(turn)), frozenset(tenses[1] & set(claim))
+    return None
+
+
+def _tense(words: Sequence[str]) -> frozenset[str]:
+    """_PAST or _FUTURE when the words set a question in only that time, else no words."""
+    past = any(word in _PAST for word in words)
+    future = any(word in _FUTURE for word in words)
+    if past != future:
+        return _PAST if past else _FUTURE
+    return frozenset()
 
 
 def _same_beside(mapped: list[str], claim: Normalized) -> list[str]:

@@ -200,6 +200,15 @@ async def test_a_miss_names_the_words_that_differ_as_each_side_typed_them(
     assert (decision.asked_only, decision.stored_only) == (["clear"], ["reuse"])
 
 
+async def test_a_changed_tense_is_a_changed_requirement_that_names_its_words(
+    store: StaffStore, put: PutClaim
+) -> None:
+    await put("Did the 2.3 release ship on time?", "Yes, on the 4th.")
+    decision = await ask(store, "Will the 2.3 release ship on time?")
+    assert (decision.outcome, decision.reason) == ("miss", "changed_requirement")
+    assert (decision.asked_only, decision.stored_only) == (["will"], ["did"])
+
+
 async def test_unrelated_question_misses(store: StaffStore, stored: dict[str, Claim]) -> None:
     assert (await ask(store, "What is the capital of France?")).outcome == "miss"
 

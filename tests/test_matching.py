@@ -186,3 +186,33 @@ def test_a_word_never_folds_into_another_word(one: str, other: str) -> None:
 )  # fmt: skip
 def test_inflections_fold_to_their_own_word(form: str, base: str) -> None:
     assert normalize(f"why did they {form}").content == normalize(f"why did they {base}").content
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("Should I learn Python or Java?", "Should I learn Python and Java?"),
+        ("Is a tomato a fruit or a vegetable?", "Is a tomato a fruit and a vegetable?"),
+        ("Will Trump win the election?", "Did Trump win the election?"),
+        ("Did the 2.3 release ship on time?", "Will the 2.3 release ship on time?"),
+    ],
+)
+def test_a_choice_or_a_time_set_by_function_words_is_another_question(
+    asked: str, stored: str
+) -> None:
+    assert not same(asked, stored)
+    assert not same(stored, asked)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("When will the TLS certificate expire?", "When does the TLS certificate expire?"),
+        ("Why was the build rejected?", "Why is the build rejected?"),
+        ("Should I learn Java or Python?", "Should I learn Python or Java?"),
+    ],
+)
+def test_present_and_past_or_future_and_a_swapped_choice_stay_one_question(
+    asked: str, stored: str
+) -> None:
+    assert same(asked, stored)
