@@ -12,10 +12,12 @@ consistent, not a real word.
 
 from __future__ import annotations
 
+import gzip
 import re
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
 from itertools import combinations
 
 # Politeness and question wrappers, removed before tokenising; they never change what is asked.
@@ -554,6 +556,19 @@ SAME_BESIDE = {
     for words, beside in _SAME_BESIDE_WORDS
     for a, b in combinations(words, 2)
 }
+
+
+@cache
+def _common_words() -> frozenset[str]:
+    data = resources.files("staffstore") / "data" / "common_words.txt.gz"
+    text = gzip.decompress(data.read_bytes()).decode("utf-8")
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def is_common_word(word: str) -> bool:
+    """True for a common English word as typed ("house", "horse"): a slip of the keyboard
+    seldom makes one, so two of them that differ by a letter are two words, not a typo."""
+    return word in _common_words()
 
 
 def is_name(token: str) -> bool:

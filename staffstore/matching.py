@@ -4,7 +4,8 @@ A question is reduced to its *content*: lower-cased tokens with contractions exp
 stemming, a small synonym table, and function words, question-form words and politeness removed
 (each word's folding is lexicon.py's; normalize strings the words together).
 Two questions are the same question only when their content is the same set of words (small typos
-forgiven) *and* those words come in the same order, or in an order that moves one whole phrase
+forgiven, but not a slip that makes another common word: "house" is not "horse") *and* those
+words come in the same order, or in an order that moves one whole phrase
 ("what did Kernel find about X" / "about X, what did Kernel find"), or in the other order of one
 of English's alternations that rephrasing.py knows ("the size of the pool" / "the pool size",
 active / passive, a moved negation). Two narrow allowances come before that test: a maker's
@@ -41,6 +42,7 @@ from .lexicon import (
     SECOND_UNIT,
     WITHIN_PHRASE,
     canonical,
+    is_common_word,
     is_function_word,
     is_name,
     is_participle,
@@ -193,6 +195,11 @@ def _typo_close(a: str, b: str) -> bool:
     return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
+def _two_words(a: str, b: str) -> bool:
+    """Two common words as typed: "house" / "horse", "price" / "prize" are no slip."""
+    return a != b and is_common_word(a) and is_common_word(b)
+
+
 #: A question with more slips than this is not the stored question retyped.
 MAX_TYPOS = 2
 
@@ -218,7 +225,8 @@ def align(turn: Normalized, claim: Normalized) -> list[str] | None:
         close = [
             c
             for c in claim_set
-            if _typo_close(word, c) or _typo_close(spelled, claim_typed.get(c, c))
+            if (_typo_close(word, c) or _typo_close(spelled, claim_typed.get(c, c)))
+            and not _two_words(spelled, claim_typed.get(c, c))
         ]
         if len(close) > 1:
             return None

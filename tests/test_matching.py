@@ -216,3 +216,29 @@ def test_present_and_past_or_future_and_a_swapped_choice_stay_one_question(
     asked: str, stored: str
 ) -> None:
     assert same(asked, stored)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("How do I buy a house?", "How do I buy a horse?"),
+        ("What is the price of gold?", "What is the prize of gold?"),
+        ("Why are cows sacred in India?", "Why are cows scared in India?"),
+        ("What is martial law?", "What is marital law?"),
+        ("How long is the Appalachian trail?", "How long is the Appalachian trial?"),
+    ],
+)
+def test_two_common_words_a_letter_apart_are_not_a_slip(asked: str, stored: str) -> None:
+    assert not same(asked, stored)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("Why does CI never reuse the layer cahce?", "Why does CI never reuse the layer cache?"),
+        ("Why is the governement shut down?", "Why is the government shut down?"),
+        ("What did Kernal find about ledger replay?", "What did Kernel find about ledger replay?"),
+    ],
+)
+def test_a_slip_that_makes_no_word_is_still_forgiven(asked: str, stored: str) -> None:
+    assert same(asked, stored)
