@@ -338,7 +338,8 @@ _SYNONYMS = {
     "somebody": "anyone", "someone": "anyone", "anybody": "anyone", "spike": "jump",
     "seq": "sequential", "fall": "drop", "prs": "pr",
     "first": "1th", "second": "2th", "third": "3th", "fourth": "4th", "fifth": "5th",
-    "simple": "easy", "easiest": "easy", "easier": "easy", "simplest": "easy",
+    "easiest": "easy", "easier": "easy", "simplest": "easy", "simpler": "easy",  # not "simple":
+    # "a simple sentence" and "simple interest" are terms
     "correct": "right", "proper": "right",
     "mistake": "error",
     "problem": "issue",
@@ -346,11 +347,11 @@ _SYNONYMS = {
     "result": "outcome",
     "replay": "replay", "rerun": "replay",
     "deterministic": "deterministic",
-    "tip": "advice", "suggestion": "advice", "recommendation": "advice",
+    "suggestion": "advice", "recommendation": "advice",  # not "tip", which is also money
     "earn": "make",
     "improve": "improve", "enhance": "improve",
     "america": "usa", "asian": "asia", "european": "europe", "african": "africa",
-    "uk": "britain", "england": "britain",
+    "uk": "britain",  # not "england": England is one part of the UK
 }  # fmt: skip
 
 _PLATFORMS = frozenset(
