@@ -312,11 +312,11 @@ _SYNONYMS = {
     "conclude": "find", "conclusion": "find", "finding": "find",
     "repair": "fix", "mend": "fix",
     "defect": "bug",
-    "quick": "fast", "quickly": "fast", "rapid": "fast", "rapidly": "fast", "fastest": "fast",
-    "quickest": "fast", "speedy": "fast", "faster": "fast", "quicker": "fast",
-    "big": "large", "huge": "large", "bigger": "large", "larger": "large", "biggest": "large",
-    "largest": "large",
-    "small": "little", "tiny": "little", "smaller": "little", "smallest": "little",
+    # A degree stays a degree: "the biggest country" is one country, "a big country" any.
+    "quick": "fast", "quickly": "fast", "rapid": "fast", "rapidly": "fast", "speedy": "fast",
+    "quicker": "faster", "quickest": "fastest",
+    "big": "large", "huge": "large", "bigger": "larger", "biggest": "largest",
+    "small": "little", "tiny": "little", "smaller": "littler", "smallest": "littlest",
     "purchase": "buy",
     "begin": "start", "commence": "start",
     "finish": "end", "complete": "end",
@@ -338,7 +338,7 @@ _SYNONYMS = {
     "somebody": "anyone", "someone": "anyone", "anybody": "anyone", "spike": "jump",
     "seq": "sequential", "fall": "drop", "prs": "pr",
     "first": "1th", "second": "2th", "third": "3th", "fourth": "4th", "fifth": "5th",
-    "easiest": "easy", "easier": "easy", "simplest": "easy", "simpler": "easy",  # not "simple":
+    "simplest": "easiest", "simpler": "easier",  # not "simple":
     # "a simple sentence" and "simple interest" are terms
     "correct": "right", "proper": "right",
     "mistake": "error",

@@ -105,6 +105,11 @@ def test_a_moved_prepositional_phrase_is_the_same_question() -> None:
             "Which clients still hit the deprecated /v1/orders endpoint?",
             "Which clients still call the deprecated /v1/orders endpoint?",
         ),
+        # a synonym in the same degree
+        (
+            "What is the quickest way to lose weight?",
+            "What is the fastest way to lose weight?",
+        ),
         # "keep" before a gerund only says again; "do we know" only asks
         (
             "Do we know why the nightly CI run keeps timing out?",
@@ -141,6 +146,8 @@ def test_words_a_question_can_do_without(asked: str, stored: str) -> None:
         ("Can I reuse a condom?", "Can I use a condom?"),
         ("Is England a country?", "Is the UK a country?"),
         ("What is a simple sentence?", "What is an easy sentence?"),
+        ("What is the biggest country in Africa?", "What is a big country in Africa?"),
+        ("Which is the fastest car?", "Which is a fast car?"),
         ("Who hit the guard at the gate?", "Who called the guard at the gate?"),
     ],
 )

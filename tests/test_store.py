@@ -421,9 +421,9 @@ KEY_PROBES = [
     "How much time does it take for the search index to rebuild?",
     "Why were the 500 rupee notes banned, and what is the theme of the release notes?",
     "Which plane do we take, and who added the car care plan for the horse's mane?",
-    "Is a simple tip in England the simplest advice?",
+    "Is a simple tip in England the simplest advice, or the quickest and biggest?",
 ]
-KEY_DIGESTS = {8: "f1c7ea71b6eba57e"}
+KEY_DIGESTS = {9: "6e34a783a539cd36"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
