@@ -14,7 +14,8 @@ reason code a person can read:
     changed_requirement  nearly the stored question, but a number, version, name, platform,
                          date, negation or repository differs
     word_order           the same words in an order that changes the meaning
-    stale                the matching claim is superseded, expired, or from another revision
+    stale                the matching claim is superseded, expired, from another revision, or
+                         made on another day than the "yesterday" (week, month, ...) it names
     retracted            the matching claim was retracted
     conflict             live claims in one scope answer the question differently
     ambiguous            claims from different repositories or profiles answer it differently
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from .lexicon import REFERENTS, is_specific
 from .matching import Comparison, Normalized, compare, normalize
 from .models import Claim, Decision, Turn
+from .relative_time import same_period
 from .rows import as_of
 from .store import StaffStore
 from .sync_store import SyncStore
@@ -128,6 +130,8 @@ def _freshness(claim: Claim, turn: Turn, now: datetime) -> str | None:
         return "retracted"
     if status != "live":
         return "stale"
+    if not same_period(claim.question, claim.created_at, now):
+        return "stale"  # "yesterday" in the claim was another day than the turn's yesterday
     if turn.repository is not None and claim.repository not in (None, turn.repository):
         return "changed_requirement"  # a finding about another repository
     # The turn pins the code it asks about; a finding made at another revision of that

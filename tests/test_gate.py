@@ -9,7 +9,7 @@ import pytest
 from hostile_text import FTS5_SYNTAX, SQL_INJECTION
 
 from staffstore.gate import query_first
-from staffstore.models import Claim, Decision, Turn
+from staffstore.models import Claim, Decision, NewClaim, Turn
 from staffstore.store import StaffStore
 
 if TYPE_CHECKING:
@@ -255,6 +255,19 @@ async def test_expired_claim_misses_as_stale(store: StaffStore, put: PutClaim) -
 async def test_claim_before_its_expiry_hits(store: StaffStore, put: PutClaim) -> None:
     await put(KERNEL_Q, KERNEL_A, expires_at=MOMENT)
     assert (await ask(store, KERNEL_Q, now=MOMENT - timedelta(minutes=1))).outcome == "hit"
+
+
+async def test_a_claim_about_yesterday_serves_only_on_the_day_it_was_made(
+    store: StaffStore,
+) -> None:
+    made = datetime(2025, 1, 15, 9, 0, tzinfo=UTC)
+    question = "Why did the nightly deploy fail yesterday?"
+    new = NewClaim(owner="alice", question=question, answer="The migration timed out.")
+    claim = await store.ensure_claim(new, now=made)
+    same_day = await ask(store, question, now=made + timedelta(hours=10))
+    assert (same_day.outcome, same_day.claim_id) == ("hit", claim.id)
+    next_day = await ask(store, question, now=made + timedelta(days=1))
+    assert (next_day.outcome, next_day.reason) == ("miss", "stale")
 
 
 async def test_retracted_claim_is_not_served(store: StaffStore, put: PutClaim) -> None:

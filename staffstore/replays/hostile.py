@@ -36,7 +36,10 @@ from .harness import (
 )
 from .pool import FINDINGS, FOLLOW_UPS, UNRELATED, Finding
 
-CLOCK = Clock(datetime(2025, 6, 4, 9, 0, tzinfo=UTC), timedelta(seconds=60))
+# A Saturday: the claims the turns are served from were made earlier that week (the live ones
+# five days before), so a finding about "last week" or "last month" names the same week and month
+# for the claim as for the turn. Made in another week, it would rightly miss as stale.
+CLOCK = Clock(datetime(2025, 6, 14, 9, 0, tzinfo=UTC), timedelta(seconds=60))
 GOLD_PER_FINDING = 3
 # Every PIN_EVERY-th gold turn names the repository and the revision its claim was made at.
 PIN_EVERY = 4
