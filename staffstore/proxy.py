@@ -55,6 +55,7 @@ from .proxy_wire import (
     upstream_failure,
 )
 from .proxy_writer import Writer
+from .relative_time import same_period
 from .serve_config import ServeConfig, WorkingSetMode, hash_key
 from .store import StaffStore
 from .sync_store import KeptAnswer, SyncStore, TurnRecord
@@ -586,6 +587,8 @@ def _answer_from_store(
     """_look_up's work, on the store's thread: a kept answer, else the gate's decision."""
     controls = chat.controls
     kept = store.kept_answer(owner, controls.namespace, chat.request_hash, max_age=controls.max_age)
+    if kept is not None and not same_period(chat.turn or "", kept.created_at, utcnow()):
+        kept = None  # "what failed today?" kept yesterday answers another day's question
     if kept is not None:
         return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer), kept
     if chat.claims_refused is not None or chat.turn is None:

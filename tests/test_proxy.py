@@ -4,6 +4,7 @@ working-set modes and the side endpoints, through a real server and the official
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -394,6 +395,24 @@ def test_s_maxage_refuses_a_kept_answer_that_is_too_old(
     fresh = server.post(ask("how old may an answer be", cache={"s-maxage": 3600}))
     assert stale.headers["x-staffstore-outcome"] == "miss"
     assert fresh.headers["x-staffstore-outcome"] == "hit"
+
+
+def test_a_kept_answer_about_today_is_not_served_the_next_day(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    first = server.post(ask("which alerts fired today?"))
+    again = server.post(ask("which alerts fired today?"))
+    assert again.headers["x-staffstore-reason"] == "exact_repeat"
+    # The same request a day later: move the kept answer back a day in the database file.
+    with sqlite3.connect(server.db, timeout=10) as db:
+        moved = db.execute(
+            "UPDATE kept_answers SET created_at = created_at - 86400 WHERE receipt_id = ?",
+            (first.headers["x-staffstore-receipt"],),
+        ).rowcount
+    assert moved == 1
+    later = server.post(ask("which alerts fired today?"))
+    assert later.headers["x-staffstore-outcome"] == "miss"
+    assert len(fake.chat_requests) == 2
 
 
 def test_ttl_zero_keeps_an_answer_that_never_serves(server: Server, fake: FakeOpenRouter) -> None:
