@@ -214,6 +214,21 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"\bjust\b"), "only", ("just",)),
     # "why does the build keep failing" asks "why does the build fail": "keep" only says again.
     (re.compile(r"\b(?:keep|keeps|kept)\s+(?=(?!\w*thing\b)\w{3,}ing\b)"), "", ("keep", "kept")),
+    # "queries that have an apostrophe" are "queries with an apostrophe", "zero results" are
+    # "no results", and "double charged" is "charged twice".
+    (
+        re.compile(
+            r"\b(\w+s)\s+(?:that|which|who)\s+(?:have|contain)\s+(?=(?:a|an|the|no|\w+s)\b)"
+        ),
+        r"\1 with ",
+        ("have", "contain"),
+    ),
+    (re.compile(r"\bzero\s+(?=\w+s\b)"), "no ", ("zero",)),
+    (
+        re.compile(r"\bdouble(?:\s+|-)?(charged|billed|counted|booked|paid)\b"),
+        r"\1 twice",
+        ("double",),
+    ),
     # A scheduled run is named with or without "job": "the nightly backup (job)", "the daily
     # ETL (job)". Only after a schedule word: "a government job" is not "a government".
     (

@@ -422,8 +422,9 @@ KEY_PROBES = [
     "Why were the 500 rupee notes banned, and what is the theme of the release notes?",
     "Which plane do we take, and who added the car care plan for the horse's mane?",
     "Is a simple tip in England the simplest advice, or the quickest and biggest?",
+    "Why are users that have zero orders double charged?",
 ]
-KEY_DIGESTS = {9: "6e34a783a539cd36"}
+KEY_DIGESTS = {10: "cd11e13da5a9e305"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
