@@ -34,6 +34,7 @@ from .gate import points_elsewhere
 from .importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
 from .models import Claim, ClaimSource, ClaimStatus
 from .promote import promote_receipt
+from .relative_time import relative_period
 from .store import StaffStore
 
 ClaimIdArgument = Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")]
@@ -75,6 +76,14 @@ def _warn_if_never_served(question: str) -> None:
         typer.echo(
             'note: the question points at something it does not carry ("this ...", "the '
             'following ..."), so the gate will never serve it; name the thing in --question',
+            err=True,
+        )
+    # Served for a while only: "yesterday" means another day tomorrow.
+    period = relative_period(question)
+    if period is not None:
+        typer.echo(
+            f"note: the question names a time relative to when it is asked, so the claim "
+            f"serves only during the {period} (UTC) it was stored in; name the date to keep it",
             err=True,
         )
 

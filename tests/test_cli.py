@@ -95,6 +95,15 @@ def test_add_json_parses(cli: Cli) -> None:
     assert json.loads(ok(cli(*ADD, "--json")).stdout)["added"] is False
 
 
+def test_adding_a_question_about_yesterday_says_how_long_it_serves(cli: Cli) -> None:
+    dated = ["claims", "add", "--owner", "acme", "--question", "Why did CI fail yesterday?"]
+    result = ok(cli(*dated, "--answer", "a flaky test"))
+    assert result.stdout.startswith("added ")
+    assert "serves only during the day (UTC) it was stored in" in result.stderr
+    plain = ["claims", "add", "--owner", "acme", "--question", "Why did CI fail on May 3?"]
+    assert "note:" not in ok(cli(*plain, "--answer", "a flaky test")).stderr
+
+
 def test_adding_a_question_the_gate_can_never_serve_says_so(cli: Cli) -> None:
     deictic = ["claims", "add", "--owner", "acme", "--question", "What does this error mean?"]
     result = ok(cli(*deictic, "--answer", "a missing module"))
