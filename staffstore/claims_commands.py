@@ -151,17 +151,18 @@ def claims_import(
     the good ones stored.
     """
 
-    async def work() -> tuple[ImportReport, int]:
+    async def work() -> tuple[ImportReport, int, int]:
         source = typer.get_binary_stream("stdin") if file == "-" else file
         parsed = read_claims(source)
         never_served = sum(points_elsewhere(claim.question) for claim in parsed.claims)
+        dated = sum(relative_period(claim.question) is not None for claim in parsed.claims)
         async with StaffStore.open(db_path(ctx)) as store:
             report = await store_claims(
                 store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
             )
-        return report, never_served
+        return report, never_served, dated
 
-    report, never_served = run(work())
+    report, never_served, dated = run(work())
     if as_json:
         print_json(
             {
@@ -180,6 +181,13 @@ def claims_import(
         typer.echo(
             f"note: {never_served} of the questions point at something they do not carry "
             '("this ...", "the following ..."), so the gate will never serve them',
+            err=True,
+        )
+    if dated:
+        typer.echo(
+            f"note: {dated} of the questions name a time relative to when they are asked "
+            '("yesterday", "last week"), so each serves only during the day or week (UTC) it '
+            "was stored in",
             err=True,
         )
 

@@ -262,6 +262,12 @@ def test_import_counts_the_questions_the_gate_can_never_serve(cli: Cli, tmp_path
     assert ok(cli("claims", "import", "-", input=claim_line(3) + "\n")).stderr == ""
 
 
+def test_import_counts_the_questions_about_a_relative_time(cli: Cli, tmp_path: Path) -> None:
+    lines = [claim_line(1), claim_line(2, question="What broke the build last week?")]
+    result = ok(cli("claims", "import", str(claims_file(tmp_path / "c.jsonl", lines))))
+    assert "note: 1 of the questions name a time relative to when they are asked" in result.stderr
+
+
 def test_import_reads_standard_input(cli: Cli) -> None:
     out = json.loads(ok(cli("claims", "import", "-", "--json", input=claim_line(1) + "\n")).stdout)
     assert (out["added"], out["skipped"]) == (1, 0)
