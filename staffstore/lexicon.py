@@ -587,6 +587,34 @@ def is_common_word(word: str) -> bool:
     return word in _common_words()
 
 
+# British and American spellings of one word: (British, American, shortest word it applies
+# to). The length keeps real pairs apart: "four" / "for", "filled" / "filed".
+_SPELLINGS = (
+    ("our", "or", 5),  # colour, favourite, behaviour
+    ("tre", "ter", 5),  # theatre, centres, metre
+    ("ence", "ense", 7),  # licence, defence, offence
+    ("ll", "l", 7),  # travelled, cancelling, labelled, traveller
+    ("ae", "e", 7),  # mediaeval, paediatric, encyclopaedia
+)
+
+
+def spelling_variants(a: str, b: str) -> bool:
+    """True when `a` and `b` are the British and American spellings of one word.
+
+    Both may be common words ("travelled", "traveled"), so the slip rule would keep them apart.
+    """
+    for british, american, shortest in _SPELLINGS:
+        for one, other in ((a, b), (b, a)):
+            if len(other) < shortest:
+                continue
+            at = one.find(british)
+            while at != -1:
+                if one[:at] + american + one[at + len(british) :] == other:
+                    return True
+                at = one.find(british, at + 1)
+    return False
+
+
 def is_name(token: str) -> bool:
     """Written as an identifier: a host name, a dotted name or version, a word with digits."""
     return "." in token or (not token.isalpha() and any(ch.isdigit() for ch in token))

@@ -47,6 +47,7 @@ from .lexicon import (
     is_name,
     is_participle,
     makers,
+    spelling_variants,
     stem,
     tokens_and_marks,
 )
@@ -195,9 +196,15 @@ def _typo_close(a: str, b: str) -> bool:
     return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
-def _two_words(a: str, b: str) -> bool:
-    """Two common words as typed: "house" / "horse", "price" / "prize" are no slip."""
-    return a != b and is_common_word(a) and is_common_word(b)
+def _one_word(folded: str, typed: str, claim_folded: str, claim_typed: str) -> bool:
+    """A turn word and a claim word that are one word: a slip of the keyboard that makes no
+    other common word ("cahce" / "cache", but not "house" / "horse"), or one word's British and
+    American spellings ("colour" / "color", "travelled" / "traveled")."""
+    if spelling_variants(typed, claim_typed):
+        return True
+    if not (_typo_close(folded, claim_folded) or _typo_close(typed, claim_typed)):
+        return False
+    return typed == claim_typed or not (is_common_word(typed) and is_common_word(claim_typed))
 
 
 #: A question with more slips than this is not the stored question retyped.
@@ -222,12 +229,7 @@ def align(turn: Normalized, claim: Normalized) -> list[str] | None:
             mapped.append(word)
             continue
         spelled = typed.get(word, word)
-        close = [
-            c
-            for c in claim_set
-            if (_typo_close(word, c) or _typo_close(spelled, claim_typed.get(c, c)))
-            and not _two_words(spelled, claim_typed.get(c, c))
-        ]
+        close = [c for c in claim_set if _one_word(word, spelled, c, claim_typed.get(c, c))]
         if len(close) > 1:
             return None
         mapped.append(close[0] if close else word)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from staffstore.lexicon import spelling_variants
 from staffstore.matching import compare, normalize
 
 
@@ -260,3 +261,23 @@ def test_two_common_words_a_letter_apart_are_not_a_slip(asked: str, stored: str)
 )
 def test_a_slip_that_makes_no_word_is_still_forgiven(asked: str, stored: str) -> None:
     assert same(asked, stored)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("What colour is the sky on Mars?", "What color is the sky on Mars?"),
+        ("Why is the theatre closed on Mondays?", "Why is the theater closed on Mondays?"),
+        ("Who travelled to Norway with Barber?", "Who traveled to Norway with Barber?"),
+        ("Why do I need a driving licence?", "Why do I need a driving license?"),
+        ("What is your favourite mediaeval castle?", "What is your favorite medieval castle?"),
+    ],
+)
+def test_british_and_american_spellings_are_one_word(asked: str, stored: str) -> None:
+    assert same(asked, stored)
+    assert same(stored, asked)
+
+
+@pytest.mark.parametrize(("one", "other"), [("four", "for"), ("filled", "filed"), ("tour", "tor")])
+def test_a_spelling_rule_does_not_join_two_words(one: str, other: str) -> None:
+    assert not spelling_variants(one, other)
