@@ -1,9 +1,9 @@
 """The words of a question: how text becomes tokens, and how each token folds.
 
-Everything here is about single words and short spans of text, before any two questions are
-compared: politeness and contractions removed, spelling variants rewritten, tokens split,
-plurals and verb forms folded, synonyms mapped, and the word classes the gate leans on (function
-words, negations, referents, prepositions, platforms, dates). matching.normalize strings these
+Everything here is about single words, before any two questions are compared: the rewritten
+text (rewrites.py) split into tokens, plurals and verb forms folded, synonyms mapped, and the
+word classes the gate leans on (function words, negations, referents, prepositions, platforms,
+dates). matching.normalize strings these
 together into a question's content words; matching.compare compares two of them.
 
 Both sides of every comparison go through the same folding, so a folded form only has to be
@@ -12,231 +12,12 @@ consistent, not a real word.
 
 from __future__ import annotations
 
-import gzip
 import re
-import unicodedata
 from collections.abc import Sequence
-from functools import cache, lru_cache
-from importlib import resources
+from functools import lru_cache
 from itertools import combinations
 
-# Politeness and question wrappers, removed before tokenising; they never change what is asked.
-_WRAPPERS = re.compile(
-    r"\b(?:(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
-    r"(?:tell|show|remind|explain\s+to)\s+me|"
-    r"(?:do|does)\s+(?:you|we|anyone|anybody|someone)\s+know|"
-    r"i\s+(?:want|wanted|would\s+like|d\s+like|need)\s+to\s+know|"
-    r"i\s+(?:wonder|was\s+wondering|am\s+wondering)|"
-    r"(?:please\s+)?remind\s+me|tell\s+me|"
-    r"any\s+idea|quick\s+question|just\s+curious|"
-    r"hey|hi|hello|please|pls|plz|thanks|thank\s+you|thx|kindly)\b"
-)
-
-# Each rewrite is (pattern, replacement, needs): it can only match text holding one of `needs`,
-# and testing for those is much faster than running the pattern (normalize is on every lookup).
-_DIGITS = tuple("0123456789")
-_UNITS = tuple("second minute hour day week month year cent dollar euro byte kb mb gb".split())
-
-_CONTRACTIONS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
-    (re.compile(r"\bcan'?t\b"), "can not", ("can",)),
-    (re.compile(r"\bwon'?t\b"), "will not", ("won",)),
-    (re.compile(r"\bain'?t\b"), "is not", ("ain",)),
-    # Only the real auxiliaries: a bare "nt" ending is also "agent", "client", "payment".
-    (
-        re.compile(
-            r"\b(do|does|did|is|are|was|were|have|has|had|would|should|could|must|need)n'?t\b"
-        ),
-        r"\1 not",
-        ("nt", "n't"),
-    ),
-    (re.compile(r"\bn't\b"), "not", ("n't",)),  # pre-tokenised text: "does n't"
-    (re.compile(r"'re\b"), " are", ("'",)),
-    (re.compile(r"'ll\b"), " will", ("'",)),
-    (re.compile(r"'ve\b"), " have", ("'",)),
-    (re.compile(r"'m\b"), " am", ("'",)),
-    (re.compile(r"'d\b"), " would", ("'",)),
-    (re.compile(r"'s\b"), "", ("'",)),
-)
-
-_COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
-
-# Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
-_REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
-    (re.compile(r"(?<=\d),(?=\d{3}\b)"), "", (",",)),  # 4,000 -> 4000
-    # A day of the month is a date, not an ordinal: "April 9th" -> "April 9".
-    (
-        re.compile(
-            r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)([a-z]*)\s+(\d{1,2})"
-            r"(?:st|nd|rd|th)\b"
-        ),
-        r"\1\2 \3",
-        _DIGITS,
-    ),
-    # "9 April" and "the 9th of April" are "April 9" ("may" is left alone: "5 may" is a verb).
-    (
-        re.compile(
-            r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?"
-            r"(jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)([a-z]*)\b"
-        ),
-        r"\2\3 \1",
-        _DIGITS,
-    ),
-    (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th", _DIGITS),  # 9th, ninth -> 9th
-    # 10mb -> 10 mb, 8s -> 8 s; ordinals are the rule above
-    (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2", _DIGITS),
-    # "in-cluster lookups" are "lookups in the cluster": keep the preposition a word.
-    (re.compile(r"\bin-(?=[a-z])"), "in ", ("in-",)),
-    (re.compile(r"(?<=[a-z])-(?=[a-z])"), "", ("-",)),  # sign-up -> signup, on-call -> oncall
-    (re.compile(r"\bpull\s+requests?\b"), "pr", ("pull",)),
-    (re.compile(r"\bon\s+call\b"), "oncall", ("call",)),
-    (re.compile(r"\bhow\s+come\b"), "why", ("come",)),
-    (re.compile(r"\bfor\s+how\s+long\b"), "how long", ("long",)),
-    # A duration is asked in several ways: "how much time" is "how long"; "how long does it
-    # take to restore X", "how long does a restore of X take" and "how long does restoring X
-    # take" ask one thing. The "it" there stands for nothing (it is not a referent), and the
-    # noun or gerund is the verb.
-    (re.compile(r"\bhow\s+much\s+time\b"), "how long", ("time",)),
-    (
-        re.compile(r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+it\s+take\s+to\b"),
-        r"how long \1 take to",
-        ("long",),
-    ),
-    # ... and "how long does it take for the cache to warm up": the cache takes that long.
-    (
-        re.compile(
-            r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+it\s+take\s+"
-            r"for\s+([^?,;]{1,80}?)\s+to\b"
-        ),
-        r"how long \1 \2 take to",
-        ("long",),
-    ),
-    (
-        re.compile(
-            r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+(?:a|an|the)\s+"
-            r"(\w+\s+)?(\w+)\s+of\s+([^?,;]{1,80}?)\s+take(?=[\s?.!]*$)"
-        ),
-        r"how long \1 take to \2\3 \4",
-        ("long",),
-    ),
-    (
-        re.compile(
-            r"\bhow\s+long\s+(does|do|did|will|would|could|can|should)\s+(\w+ing)\s+"
-            r"([^?,;]{1,80}?)\s+take(?=[\s?.!]*$)"
-        ),
-        r"how long \1 take to \2 \3",
-        ("long",),
-    ),
-    (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when", ("date", "day")),
-    (re.compile(r"\bcompared\s+(?:to|with)\b"), "vs", ("compared",)),
-    (
-        re.compile(
-            r"\bwhat(?:\s+is|\s+was|'s)?\s+(?:the\s+)?(?:reason|cause)\s+(?:for|of|behind)\b"
-        ),
-        "why",
-        ("reason", "cause"),
-    ),
-    # "what causes X to fail" and "what's causing X to fail" ask "why does X fail"
-    (
-        re.compile(
-            r"\bwhat(?:\s+is|\s+was)?\s+(?:causes|caused|causing|makes|made|making)\s+"
-            r"(.{1,80}?)\s+to\s+(?=\w)"
-        ),
-        r"why \1 ",
-        ("caus", "mak", "made"),
-    ),
-    (re.compile(r"\bwhat(?:\s+is|'s)?\s+(?:causing|behind)\b"), "why", ("causing", "behind")),
-    (re.compile(r"\bwhat\s+(?:causes|caused|makes|made)\b"), "why", ("caus", "mak", "made")),
-    (re.compile(r"\b(?:larger|bigger|greater|more|longer|higher)\s+than\b"), "over", ("than",)),
-    (re.compile(r"\b(?:smaller|less|fewer|shorter|lower)\s+than\b"), "under", ("than",)),
-    (re.compile(r"\b(?:per\s+cent|percent)\b"), "%", ("cent",)),
-    (re.compile(r"\s&\s"), " and ", ("&",)),
-    (re.compile(r"\bgarbage\s+collect(?:ion|or)?\b"), "gc", ("garbage",)),
-    (re.compile(r"\b(?:two|2)\s+times\b"), "twice", ("times",)),
-    (re.compile(r"\bright\s+now\b"), "currently", ("now",)),
-    # A cleft says nothing more: "which change was it that broke X" asks "which change broke X"
-    (re.compile(r"\b(?:is|was)\s+it\s+that\b"), "", ("it",)),
-    # "some of the totals" asks about "some totals"
-    (re.compile(r"\b(some|many|most|all|each|several|both)\s+of\s+the\b"), r"\1 the", ("of",)),
-    # "doesn't have a CODEOWNERS entry" is "has no CODEOWNERS entry"
-    (re.compile(r"\b(?:do|does|did)\s+not\s+have\s+(?:a\s+|an\s+|any\s+)?"), "have no ", ("not",)),
-    # "are missing X" says of a thing what "have no X" says: "strings missing translations"
-    (re.compile(r"\b(?:is|are|was|were)\s+missing\b"), "have no", ("missing",)),
-    (re.compile(r"\broot\s+cause\s+(?:for|behind)\b"), "root cause of", ("root",)),
-    # A search or query that "returns nothing" returns no results.
-    (
-        re.compile(r"\b(return|returns|returned|show|shows|showed|give|gives|gave)\s+nothing\b"),
-        r"\1 no results",
-        ("nothing",),
-    ),
-    # Phrasal verbs with a one-word equivalent.
-    (re.compile(r"\b(?:go|goes|going|went|gone)\s+up\b"), "increase", ("up",)),
-    (re.compile(r"\b(?:go|goes|going|went|gone)\s+down\b"), "drop", ("down",)),
-    (
-        re.compile(r"\bturn(?:s|ed|ing)?\s+on\b(?!\s+(?:me|you|him|her|us|them)\b)"),
-        "enable",
-        ("turn",),
-    ),
-    (
-        re.compile(r"\bturn(?:s|ed|ing)?\s+off\b(?!\s+(?:me|you|him|her|us|them)\b)"),
-        "disable",
-        ("turn",),
-    ),
-    (re.compile(r"\b(find|found|finding|figure|figured)\s+out\b"), r"\1", ("out",)),
-    (re.compile(r"\bgoing\s+to\b"), "will", ("going",)),
-    # A duration reads the same with or without "for": "wait (for) over an hour".
-    (
-        re.compile(
-            r"\bfor\s+(?=(?:over|about|around|almost|nearly|under|up\s+to|at\s+least)?\s*"
-            r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
-            r"several|a\s+few|few)\s+(?:second|minute|hour|day|week|month|year)s?\b)"
-        ),
-        "",
-        ("for",),
-    ),
-    # "a day early" is "one day early": an article before a unit of time counts one of it.
-    (
-        re.compile(
-            r"\b(?:a|an)\s+(?=(?:second|minute|hour|day|week|month|year|cent|dollar|euro|"
-            r"byte|kilobyte|megabyte|gigabyte|kb|mb|gb)\b)"
-        ),
-        "1 ",
-        _UNITS,
-    ),
-    # "What rate limit does the API have?" asks for the API's rate limit.
-    (
-        re.compile(
-            r"\b(what|which|how\s+many|how\s+much)\s+([^?,;]{1,60}?)\s+(?:do|does|did)\s+"
-            r"([^?,;]{1,60}?)\s+have\s*(?=[?.!]*\s*$)"
-        ),
-        r"\1 \3 \2",
-        ("have",),
-    ),
-    (re.compile(r"\bjust\b"), "only", ("just",)),
-    # "why does the build keep failing" asks "why does the build fail": "keep" only says again.
-    (re.compile(r"\b(?:keep|keeps|kept)\s+(?=(?!\w*thing\b)\w{3,}ing\b)"), "", ("keep", "kept")),
-    # "queries that have an apostrophe" are "queries with an apostrophe", "zero results" are
-    # "no results", and "double charged" is "charged twice".
-    (
-        re.compile(
-            r"\b(\w+s)\s+(?:that|which|who)\s+(?:have|contain)\s+(?=(?:a|an|the|no|\w+s)\b)"
-        ),
-        r"\1 with ",
-        ("have", "contain"),
-    ),
-    (re.compile(r"\bzero\s+(?=\w+s\b)"), "no ", ("zero",)),
-    (
-        re.compile(r"\bdouble(?:\s+|-)?(charged|billed|counted|booked|paid)\b"),
-        r"\1 twice",
-        ("double",),
-    ),
-    # A scheduled run is named with or without "job": "the nightly backup (job)", "the daily
-    # ETL (job)". Only after a schedule word: "a government job" is not "a government".
-    (
-        re.compile(r"\b(hourly|daily|nightly|weekly|monthly)\s+([\w.]+(?:\s+[\w.]+)?)\s+jobs?\b"),
-        r"\1 \2",
-        ("job",),
-    ),
-)
+from .rewrites import rewrite
 
 # Words (any script), versions such as 3.11, and single symbols: "#" and "~" are what some
 # questions are about, so they are tokens too. Scripts written without spaces (Chinese,
@@ -499,26 +280,9 @@ _FOLDED_SYNONYMS = {
 }
 
 
-# A leading "when/if ... ," clause asks what the same clause at the end asks:
-# "When shared/utils changes, which packages rebuild?" / "Which packages rebuild when ...?"
-_FRONTED_CLAUSE = re.compile(
-    r"^\W*((?:when|whenever|if|once|after|before|while|until|since)\b[^,?;]{1,80}?"
-    # ... and so does a leading time: "Last week, how many PRs were opened?"
-    r"|(?:last|this|next)\s+(?:night|week|month|quarter|year|sprint|release)|yesterday|today"
-    r"|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))\s*,\s*(.+)$"
-)
-
-
 def tokens_and_marks(text: str) -> tuple[list[str], frozenset[int]]:
     """The tokens, and the indexes of those that are part of a path such as "acme/api"."""
-    # "US" the country, before lower-casing makes it "us" the pronoun.
-    text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
-    text = text.replace("\u2019", "'").replace("`", "'")
-    for pattern, replacement, needs in (*_CONTRACTIONS, *_REWRITES):
-        if any(map(text.__contains__, needs)):
-            text = pattern.sub(replacement, text)
-    text = _WRAPPERS.sub(" ", text)
-    text = _FRONTED_CLAUSE.sub(r"\2 \1", text)
+    text = rewrite(text)
     if "/" not in text:
         return _TOKEN.findall(text), frozenset()
     found = list(_TOKEN.finditer(text))
@@ -572,47 +336,6 @@ SAME_BESIDE = {
     for words, beside in _SAME_BESIDE_WORDS
     for a, b in combinations(words, 2)
 }
-
-
-@cache
-def _common_words() -> frozenset[str]:
-    data = resources.files("staffstore") / "data" / "common_words.txt.gz"
-    text = gzip.decompress(data.read_bytes()).decode("utf-8")
-    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
-
-
-def is_common_word(word: str) -> bool:
-    """True for a common English word as typed ("house", "horse"): a slip of the keyboard
-    seldom makes one, so two of them that differ by a letter are two words, not a typo."""
-    return word in _common_words()
-
-
-# British and American spellings of one word: (British, American, shortest word it applies
-# to). The length keeps real pairs apart: "four" / "for", "filled" / "filed".
-_SPELLINGS = (
-    ("our", "or", 5),  # colour, favourite, behaviour
-    ("tre", "ter", 5),  # theatre, centres, metre
-    ("ence", "ense", 7),  # licence, defence, offence
-    ("ll", "l", 7),  # travelled, cancelling, labelled, traveller
-    ("ae", "e", 7),  # mediaeval, paediatric, encyclopaedia
-)
-
-
-def spelling_variants(a: str, b: str) -> bool:
-    """True when `a` and `b` are the British and American spellings of one word.
-
-    Both may be common words ("travelled", "traveled"), so the slip rule would keep them apart.
-    """
-    for british, american, shortest in _SPELLINGS:
-        for one, other in ((a, b), (b, a)):
-            if len(other) < shortest:
-                continue
-            at = one.find(british)
-            while at != -1:
-                if one[:at] + american + one[at + len(british) :] == other:
-                    return True
-                at = one.find(british, at + 1)
-    return False
 
 
 def is_name(token: str) -> bool:

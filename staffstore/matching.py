@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rapidfuzz import fuzz
-from rapidfuzz.distance import OSA
 
 from .lexicon import (
     COMMON_CONTENT,
@@ -42,16 +41,15 @@ from .lexicon import (
     SECOND_UNIT,
     WITHIN_PHRASE,
     canonical,
-    is_common_word,
     is_function_word,
     is_name,
     is_participle,
     makers,
-    spelling_variants,
     stem,
     tokens_and_marks,
 )
 from .rephrasing import Side, is_rephrasing
+from .spelling import same_word
 
 
 @dataclass(frozen=True)
@@ -182,31 +180,6 @@ def normalize(text: str) -> Normalized:
     )
 
 
-def _typo_close(a: str, b: str) -> bool:
-    """One slip of the keyboard, on words long enough that a slip cannot make another word."""
-    if a == b:
-        return True
-    if not (a.isalpha() and b.isalpha()):
-        return False  # numbers, versions and hashes must match exactly
-    shortest = min(len(a), len(b))
-    if shortest < 5 or a[0] != b[0] or a[-1] != b[-1]:
-        return False  # short words, first and last letters: a slip there makes another word
-    if len(a) != len(b) and shortest < 7:
-        return False  # a dropped or doubled letter, in a word long enough to survive it
-    return OSA.distance(a, b, score_cutoff=1) <= 1
-
-
-def _one_word(folded: str, typed: str, claim_folded: str, claim_typed: str) -> bool:
-    """A turn word and a claim word that are one word: a slip of the keyboard that makes no
-    other common word ("cahce" / "cache", but not "house" / "horse"), or one word's British and
-    American spellings ("colour" / "color", "travelled" / "traveled")."""
-    if spelling_variants(typed, claim_typed):
-        return True
-    if not (_typo_close(folded, claim_folded) or _typo_close(typed, claim_typed)):
-        return False
-    return typed == claim_typed or not (is_common_word(typed) and is_common_word(claim_typed))
-
-
 #: A question with more slips than this is not the stored question retyped.
 MAX_TYPOS = 2
 
@@ -229,7 +202,7 @@ def align(turn: Normalized, claim: Normalized) -> list[str] | None:
             mapped.append(word)
             continue
         spelled = typed.get(word, word)
-        close = [c for c in claim_set if _one_word(word, spelled, c, claim_typed.get(c, c))]
+        close = [c for c in claim_set if same_word(word, spelled, c, claim_typed.get(c, c))]
         if len(close) > 1:
             return None
         mapped.append(close[0] if close else word)
