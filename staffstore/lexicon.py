@@ -3,8 +3,8 @@
 Everything here is about single words, before any two questions are compared: the rewritten
 text (rewrites.py) split into tokens, plurals and verb forms folded, synonyms mapped, and the
 word classes the gate leans on (function words, negations, referents, prepositions, platforms,
-dates). matching.normalize strings these
-together into a question's content words; matching.compare compares two of them.
+dates). matching.normalize strings these together into a question's content words;
+matching.compare compares two of them.
 
 Both sides of every comparison go through the same folding, so a folded form only has to be
 consistent, not a real word.
