@@ -2,7 +2,8 @@
 
 A question is reduced to its *content*: lower-cased tokens with contractions expanded, light
 stemming, a small synonym table, and function words, question-form words and politeness removed
-(each word's folding is lexicon.py's; normalize strings the words together).
+(the text's rewriting is rewrites.py's, each word's folding lexicon.py's; normalize strings the
+words together).
 Two questions are the same question only when their content is the same set of words (small typos
 forgiven, but not a slip that makes another common word: "house" is not "horse") *and* those
 words come in the same order, or in an order that moves one whole phrase

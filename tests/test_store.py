@@ -402,8 +402,8 @@ async def test_keys_written_by_an_older_matcher_are_rewritten_on_open(db_path: P
 
 
 # The content words normalize makes of these questions, as of KEY_VERSION. When a change to
-# matching.py or lexicon.py alters them, stores must re-key: bump KEY_VERSION and record the
-# new digest here.
+# matching.py, lexicon.py or rewrites.py alters them, stores must re-key: bump KEY_VERSION and
+# record the new digest here.
 KEY_PROBES = [
     "What did the Kernel agent find about ledger replay?",
     "Why do in-cluster DNS lookups sometimes take 5 seconds?",
