@@ -175,6 +175,8 @@ def test_keep_is_a_word_of_the_question_unless_a_gerund_follows() -> None:
     assert "keep" in normalize("Why do I keep a diary?").content
     assert "keep" in normalize("How long do we keep nothing in the bucket?").content
     assert "keep" not in normalize("Why does the build keep failing?").content
+    # "how do I keep going" asks how to persevere, not how to go
+    assert "keep" in normalize("How do I keep going?").content
 
 
 def test_no_word_folds_into_a_negation_a_referent_or_a_function_word() -> None:

@@ -423,8 +423,9 @@ KEY_PROBES = [
     "Which plane do we take, and who added the car care plan for the horse's mane?",
     "Is a simple tip in England the simplest advice, or the quickest and biggest?",
     "Why are users that have zero orders double charged?",
+    "How do I keep going when the build keeps failing?",
 ]
-KEY_DIGESTS = {10: "cd11e13da5a9e305"}
+KEY_DIGESTS = {11: "a668f4712e50ce2e"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
