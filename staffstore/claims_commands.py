@@ -186,8 +186,8 @@ def claims_import(
     if dated:
         typer.echo(
             f"note: {dated} of the questions name a time relative to when they are asked "
-            '("yesterday", "last week"), so each serves only during the day or week (UTC) it '
-            "was stored in",
+            '("yesterday", "last week"), so each serves only during the day, week, month or '
+            "year (UTC) it was stored in",
             err=True,
         )
 
