@@ -45,6 +45,8 @@ def spelling_variants(a: str, b: str) -> bool:
 
     Both may be common words ("travelled", "traveled"), so the slip rule would keep them apart.
     """
+    if a == b or abs(len(a) - len(b)) > 1:  # each spelling adds or drops one letter at most
+        return False
     for british, american, shortest in _SPELLINGS:
         for one, other in ((a, b), (b, a)):
             if len(other) < shortest:
