@@ -224,6 +224,16 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
         r"\1 twice",
         ("double",),
     ),
+    # "which variable is used to set X" asks "which variable sets X"; "what does it use for
+    # hashing passwords" asks what it uses "to hash" them.
+    (re.compile(r"\b(?:is|are)\s+used\s+to\s+(?=\w)"), "", ("used",)),
+    (
+        re.compile(
+            r"\b(use|uses|used|using)\b([^?,;]{0,40}?)\s+for\s+(?=(?!\w*thing\b)\w{3,}ing\b)"
+        ),
+        r"\1\2 to ",
+        ("for",),
+    ),
     # A scheduled run is named with or without "job": "the nightly backup (job)", "the daily
     # ETL (job)". Only after a schedule word: "a government job" is not "a government".
     (

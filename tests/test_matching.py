@@ -115,6 +115,15 @@ def test_a_moved_prepositional_phrase_is_the_same_question() -> None:
             "Why were some customers double-charged on March 3?",
             "Why were some customers charged twice on March 3?",
         ),
+        # "is used to set" / "sets"; "use for hashing" / "use to hash"
+        (
+            "Which environment variable is used to set the Sentry DSN in acme/web?",
+            "Which environment variable sets the Sentry DSN in acme/web?",
+        ),
+        (
+            "What algorithm does acme/auth use for hashing passwords?",
+            "Which algorithm does acme/auth use to hash passwords?",
+        ),
         # a synonym in the same degree
         (
             "What is the quickest way to lose weight?",

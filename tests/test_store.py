@@ -424,8 +424,9 @@ KEY_PROBES = [
     "Is a simple tip in England the simplest advice, or the quickest and biggest?",
     "Why are users that have zero orders double charged?",
     "How do I keep going when the build keeps failing?",
+    "Which variable is used to set the key we use for hashing passwords?",
 ]
-KEY_DIGESTS = {11: "a668f4712e50ce2e"}
+KEY_DIGESTS = {12: "9569873b7904e725"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
