@@ -203,7 +203,7 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     ),
     (re.compile(r"\bjust\b"), "only", ("just",)),
     # "why does the build keep failing" asks "why does the build fail": "keep" only says again.
-    # Not after "how": "how do I keep going" asks how to persevere, not how to go.
+    # Only in a "why" question: "how do I keep going" asks how to persevere, not how to go.
     (
         re.compile(r"\b(why\b[^?]{0,80}?)\s(?:keep|keeps|kept)\s+(?=(?!\w*thing\b)\w{3,}ing\b)"),
         r"\1 ",
