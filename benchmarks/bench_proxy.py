@@ -61,8 +61,8 @@ def serve_fake(ready: Any) -> None:
 
 
 def serve_proxy(ready: Any, db: str, upstream_url: str) -> None:
-    from staffstore.proxy import create_app
-    from staffstore.serve_config import OwnerKey, ServeConfig, hash_key
+    from staffstore.proxy.app import create_app
+    from staffstore.proxy.config import OwnerKey, ServeConfig, hash_key
 
     config = ServeConfig(
         db_path=Path(db),
@@ -80,7 +80,7 @@ def serve_bare(ready: Any) -> None:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from staffstore.proxy_wire import completion_body
+    from staffstore.proxy.wire import completion_body
 
     body = completion_body("It is 7.", "bench/model")
 

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from staffstore.gate import query_first
-from staffstore.importer import read_claims, store_claims
 from staffstore.models import Turn
 from staffstore.store import StaffStore
+from staffstore.store.importer import read_claims, store_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 SYLLABLES = "ka lo mi ne ru ta vo shi den gar pol sen tri bex qua mor lin zed fen ox".split()

@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from staffstore.charts import draw_charts
 from staffstore.errors import StaffstoreError
+from staffstore.replays.charts import draw_charts
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .store.importer import BATCH_SIZE, NAMED_BAD_LINES
 from .upstream import DEFAULT_BASE_URL, DEFAULT_MODEL
 from .working_set import DEFAULT_BUDGET
 
@@ -24,11 +25,10 @@ DB_FILENAME = "staffstore.db"
 class Settings:
     """The defaults of the command line; one instance, `DEFAULTS`, holds them all."""
 
-    #: Claims stored per transaction by an import: big enough to be fast, small enough that
-    #: a long import does not hold the write lock for minutes.
-    import_batch_size: int = 5_000
+    #: Claims stored per transaction by an import (the importer's own default).
+    import_batch_size: int = BATCH_SIZE
     #: How many bad lines an import error names before it only counts them.
-    bad_lines_named: int = 5
+    bad_lines_named: int = NAMED_BAD_LINES
     list_limit: int = 50
     search_limit: int = 20
     receipts_limit: int = 20

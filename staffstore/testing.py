@@ -200,7 +200,7 @@ class FakeOpenRouter:
         The server runs in its own thread and event loop, so synchronous clients (such as
         the `openai` SDK) and async tests can both call it. Needs uvicorn (`staffstore[serve]`).
         """
-        from .threaded_server import serve_in_thread
+        from .proxy.server import serve_in_thread
 
         with serve_in_thread(
             self._asgi,

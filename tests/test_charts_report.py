@@ -17,12 +17,12 @@ import pytest
 from cli_helpers import ok, one_line_error
 from typer.testing import CliRunner, Result
 
-from staffstore.charts import CHARTS, draw_charts
 from staffstore.cli import app
 from staffstore.errors import InputError
 from staffstore.replays import run_all
+from staffstore.replays.charts import CHARTS, draw_charts
 from staffstore.replays.pairs import run_pairs
-from staffstore.report import END, START, read_ledgers, results_markdown, splice_results
+from staffstore.replays.report import END, START, read_ledgers, results_markdown, splice_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from staffstore.checkpointer import FALLBACK_PAGES, Checkpointer
 from staffstore.models import NewClaim
 from staffstore.store import StaffStore
+from staffstore.store.checkpointer import FALLBACK_PAGES, Checkpointer
 
 PAGE = 4096
 

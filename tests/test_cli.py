@@ -15,7 +15,7 @@ import typer
 from cli_helpers import ok, one_line_error
 from typer.testing import CliRunner, Result
 
-from staffstore.cli import app, main, register_extensions, user_errors
+from staffstore.cli.app import app, main, register_extensions, user_errors
 from staffstore.config import default_db_path
 from staffstore.testing import FakeOpenRouter
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from staffstore.errors import ImportFileError, InputError
-from staffstore.importer import (
+from staffstore.store import StaffStore
+from staffstore.store.importer import (
     describe_bad_lines,
     import_claims,
     new_claim,
@@ -19,7 +20,6 @@ from staffstore.importer import (
     read_claims,
     store_claims,
 )
-from staffstore.store import StaffStore
 
 
 def claim_line(number: int, **extra: Any) -> str:

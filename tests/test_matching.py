@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from staffstore.matching import compare, normalize
-from staffstore.spelling import spelling_variants
+from staffstore.text.matching import compare, normalize
+from staffstore.text.spelling import spelling_variants
 
 
 def same(a: str, b: str) -> bool:

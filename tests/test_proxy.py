@@ -22,8 +22,8 @@ from test_proxy_support import (
 
 from staffstore.errors import InputError, NotFoundError
 from staffstore.models import Receipt, utcnow
-from staffstore.promote import promote_receipt
 from staffstore.store import StaffStore
+from staffstore.store.promote import promote_receipt
 from staffstore.testing import FakeOpenRouter
 from staffstore.working_set import CUT_MARKER
 

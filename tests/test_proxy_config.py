@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from staffstore.errors import InputError
-from staffstore.serve_config import (
+from staffstore.proxy.config import (
     DEFAULTS,
     OwnerKey,
     build_config,
@@ -130,7 +130,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_the_documented_example_file_is_valid(tmp_path: Path) -> None:
-    from staffstore import serve_config
+    from staffstore.proxy import config as serve_config
 
     assert serve_config.__doc__ is not None
     example = serve_config.__doc__.split("flags win over it):", 1)[1]

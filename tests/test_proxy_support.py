@@ -18,7 +18,8 @@ import httpx
 import openai
 
 from staffstore.models import Receipt
-from staffstore.serve_config import OwnerKey, ServeConfig, hash_key, serve_in_thread
+from staffstore.proxy.config import OwnerKey, ServeConfig, hash_key
+from staffstore.proxy.run import serve_in_thread
 from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from staffstore.models import NewClaim, Receipt, utcnow
-from staffstore.proxy_writer import Writer
+from staffstore.proxy.writer import Writer
 from staffstore.store import StaffStore
-from staffstore.sync_store import TurnRecord
+from staffstore.store.sync_store import TurnRecord
 
 
 def _receipt(receipt_id: str) -> Receipt:

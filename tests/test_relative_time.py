@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from staffstore.relative_time import relative_period, same_period
+from staffstore.gate.relative_time import relative_period, same_period
 
 # A Wednesday in the middle of a month, a quarter and a year.
 MADE = datetime(2025, 5, 14, 12, 0, tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from staffstore.matching import compare, normalize
+from staffstore.text.matching import compare, normalize
 
 
 def same(turn: str, stored: str) -> bool:
@@ -199,7 +199,7 @@ def test_seconds_are_a_unit_and_second_an_ordinal() -> None:
 
 def test_rewrite_guards_never_skip_a_rewrite_that_would_apply() -> None:
     # Each rewrite runs only when its `needs` literals occur; that must be a pure speed-up.
-    from staffstore.rewrites import RULES
+    from staffstore.text.rewrites import RULES
 
     texts = [line.strip().removeprefix("= ") for line in REPHRASINGS.splitlines()]
     texts += [

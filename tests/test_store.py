@@ -13,9 +13,9 @@ import pytest
 from hostile_text import FTS5_SYNTAX, SQL_INJECTION
 
 from staffstore.errors import CorruptStoreError, NotFoundError, StoreError
-from staffstore.migrations import MIGRATIONS
 from staffstore.models import NewClaim, Receipt
 from staffstore.store import StaffStore
+from staffstore.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
     from conftest import PutClaim
@@ -378,8 +378,8 @@ DNS_Q = "Why do DNS lookups inside the cluster take 5 seconds?"
 
 async def test_keys_written_by_an_older_matcher_are_rewritten_on_open(db_path: Path) -> None:
     from staffstore.gate import query_first
-    from staffstore.matching import KEY_VERSION, normalize
     from staffstore.models import Turn
+    from staffstore.text.matching import KEY_VERSION, normalize
 
     async with StaffStore.open(db_path) as store:
         await store.ensure_claim(NewClaim(owner="alice", question=DNS_Q, answer="ndots:5"))
@@ -430,7 +430,7 @@ KEY_DIGESTS = {12: "9569873b7904e725"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:
-    from staffstore.matching import KEY_VERSION, normalize
+    from staffstore.text.matching import KEY_VERSION, normalize
 
     keys = "\n".join(normalize(question).key for question in KEY_PROBES)
     digest = hashlib.sha256(keys.encode()).hexdigest()[:16]

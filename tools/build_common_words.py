@@ -1,5 +1,5 @@
-"""Build staffstore/data/common_words.txt.gz: the English words common enough that a slip of the
-keyboard is unlikely to land on one ("house" and "horse" are two words, "cahce" is a slip).
+"""Build staffstore/text/data/common_words.txt.gz: the English words common enough that a slip
+of the keyboard is unlikely to land on one ("house" and "horse" are two words, "cahce" is a slip).
 
 The source is the English word-frequency list that pyspellchecker ships
 (spellchecker/resources/en.json.gz, pyspellchecker 0.9.1, MIT licence, Tyler Barrus), built
@@ -20,7 +20,7 @@ from pathlib import Path
 #: rare inflections and misspellings that would keep real slips from being forgiven.
 MIN_COUNT = 100
 
-OUT = Path(__file__).resolve().parent.parent / "staffstore" / "data" / "common_words.txt.gz"
+OUT = Path(__file__).resolve().parents[1] / "staffstore" / "text" / "data" / "common_words.txt.gz"
 
 HEADER = """\
 # Common English words, one a line: the words of pyspellchecker 0.9.1's English frequency list

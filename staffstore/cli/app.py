@@ -25,23 +25,23 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 
-from .config import DB_ENV, DEFAULTS, default_db_path
-from .errors import ImportFileError, InputError, StaffstoreError
-from .gate import query_first
-from .importer import validation_message
-from .models import Decision, Ledger, Receipt, Turn, TurnResult
-from .mouth import ensure_mouth
-from .store import StaffStore
-from .upstream import API_KEY_ENV, OpenRouter
+from ..config import DB_ENV, DEFAULTS, default_db_path
+from ..errors import ImportFileError, InputError, StaffstoreError
+from ..gate import query_first
+from ..models import Decision, Ledger, Receipt, Turn, TurnResult
+from ..mouth import ensure_mouth
+from ..store import StaffStore
+from ..store.importer import validation_message
+from ..upstream import API_KEY_ENV, OpenRouter
 
 T = TypeVar("T")
 
 #: Modules that add commands (claims, replay, charts, report, serve): each is imported when
 #: the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
 EXTENSIONS: tuple[str, ...] = (
-    "staffstore.claims_commands",
-    "staffstore.replay_commands",
-    "staffstore.serve_commands",
+    "staffstore.cli.claims",
+    "staffstore.cli.replay",
+    "staffstore.cli.serve",
 )
 
 EXIT_FAILED = 1

@@ -3,7 +3,7 @@
 A claim is a verified answer with its provenance; these commands are how a person or a script
 puts claims in and looks at them. `claims promote` turns the answer a paid turn's receipt
 recorded into a claim, on purpose: a chat answer never becomes a claim by itself. Loaded
-through `cli.EXTENSIONS`.
+through `cli.app.EXTENSIONS`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli import (
+from ..config import DEFAULTS
+from ..gate import points_elsewhere
+from ..gate.relative_time import relative_period
+from ..models import Claim, ClaimSource, ClaimStatus
+from ..store import StaffStore
+from ..store.importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
+from ..store.promote import promote_receipt
+from .app import (
     JsonOption,
     LimitOption,
     OwnerOption,
@@ -29,13 +36,6 @@ from .cli import (
     when,
     with_store,
 )
-from .config import DEFAULTS
-from .gate import points_elsewhere
-from .importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
-from .models import Claim, ClaimSource, ClaimStatus
-from .promote import promote_receipt
-from .relative_time import relative_period
-from .store import StaffStore
 
 ClaimIdArgument = Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")]
 

@@ -3,7 +3,7 @@
 `replay` plays the offline replays and the pair evaluations and writes their ledgers; `charts`
 draws PNGs from those ledgers alone; `report` turns them into the README's results section.
 Like every command, each parses, calls the library and prints. This module is loaded through
-`cli.EXTENSIONS`, after cli.py has defined the helpers imported here.
+`cli.app.EXTENSIONS`, after cli/app.py has defined the helpers imported here.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from .charts import draw_charts, existing_charts
-from .cli import fail, print_table, run, user_errors
-from .replays import REPLAYS, run_all, run_replay
-from .replays.pairs import default_ledger_path, run_pairs
-from .report import (
+from ..replays import REPLAYS, run_all, run_replay
+from ..replays.charts import draw_charts, existing_charts
+from ..replays.pairs import default_ledger_path, run_pairs
+from ..replays.report import (
     PAIRS_COLUMNS,
     REPLAY_COLUMNS,
     PairsLedger,
@@ -29,6 +28,7 @@ from .report import (
     results_markdown,
     update_readme,
 )
+from .app import fail, print_table, run, user_errors
 
 #: Where `replay all` looks for pairs files when not told: the shared evaluation sets.
 DEFAULT_PAIRS_DIR = Path("../shared/eval")

@@ -1,7 +1,7 @@
 """The `serve` command: the OpenAI-compatible caching proxy.
 
-Loaded through `cli.EXTENSIONS`. `serve` merges its flags over a TOML config file over the
-defaults (see serve_config.py).
+Loaded through `cli.app.EXTENSIONS`. `serve` merges its flags over a TOML config file over the
+defaults (see proxy/config.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
-from .cli import db_path, user_errors
-from .serve_config import serve_command
+from ..proxy.run import serve_command
+from .app import db_path, user_errors
 
 
 def serve(

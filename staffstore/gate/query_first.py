@@ -29,13 +29,12 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from .lexicon import REFERENTS, is_specific
-from .matching import Comparison, Normalized, compare, normalize
-from .models import Claim, Decision, Turn
+from ..models import Claim, Decision, Turn
+from ..store import StaffStore, SyncStore
+from ..store.rows import as_of
+from ..text.lexicon import REFERENTS, is_specific
+from ..text.matching import Comparison, Normalized, compare, normalize
 from .relative_time import same_period
-from .rows import as_of
-from .store import StaffStore
-from .sync_store import SyncStore
 
 #: Words in more of an owner's questions than this are left out of the widened lookup.
 NEAR_SEARCH_MAX_COUNT = 1_000

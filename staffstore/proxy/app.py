@@ -12,7 +12,7 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     GET  /healthz               liveness
     GET  /metrics               Prometheus text format
 
-Every write goes through one writer task (proxy_writer.py): the store's one SQLite connection
+Every write goes through one writer task (writer.py): the store's one SQLite connection
 is shared by every request, and a transaction must not take in another request's statements.
 """
 
@@ -35,15 +35,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .checkpointer import FALLBACK_PAGES, Checkpointer
-from .errors import InputError, NotFoundError, UpstreamError
-from .gate import query_first_sync
+from ..errors import InputError, NotFoundError, UpstreamError
+from ..gate import query_first_sync
+from ..gate.relative_time import same_period
+from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
+from ..mouth import new_receipt_id
+from ..store import StaffStore
+from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
+from ..store.promote import promote_receipt
+from ..store.sync_store import KeptAnswer, SyncStore, TurnRecord
+from ..upstream import OpenRouter
+from ..working_set import DEFAULT_SYSTEM, build_working_set
+from .config import ServeConfig, WorkingSetMode, hash_key
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
-from .models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
-from .mouth import new_receipt_id
-from .promote import promote_receipt
-from .proxy_stream import RelayedEvents, RelayResponse, StreamResult
-from .proxy_wire import (
+from .stream import RelayedEvents, RelayResponse, StreamResult
+from .wire import (
     STATUS_TYPES,
     ChatRequest,
     WireError,
@@ -54,13 +60,7 @@ from .proxy_wire import (
     sse_event,
     upstream_failure,
 )
-from .proxy_writer import Writer
-from .relative_time import same_period
-from .serve_config import ServeConfig, WorkingSetMode, hash_key
-from .store import StaffStore
-from .sync_store import KeptAnswer, SyncStore, TurnRecord
-from .upstream import OpenRouter
-from .working_set import DEFAULT_SYSTEM, build_working_set
+from .writer import Writer
 
 T = TypeVar("T")
 

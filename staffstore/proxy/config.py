@@ -3,7 +3,7 @@
 Client keys map to owners and are held only as SHA-256 hashes: a config may name a key by its
 hash (`key_sha256`, or `sha256:HEX` in a flag) or in plain text, which is hashed as it is read
 and then dropped. The upstream key comes from the environment and is never written anywhere.
-This module needs no web framework: `run_server` and `serve_in_thread` import one when called.
+This module needs no web framework; run.py starts the server from a ServeConfig.
 
 A config file (every setting optional; flags win over it):
 
@@ -40,19 +40,15 @@ import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
-from .config import default_db_path
-from .errors import InputError
-from .upstream import API_KEY_ENV, DEFAULT_BASE_URL
-from .working_set import DEFAULT_BUDGET
-
-if TYPE_CHECKING:
-    import httpx
+from ..config import default_db_path
+from ..errors import InputError
+from ..upstream import API_KEY_ENV, DEFAULT_BASE_URL
+from ..working_set import DEFAULT_BUDGET
 
 WorkingSetMode = Literal["forward", "bounded"]
 WORKING_SET_MODES: tuple[WorkingSetMode, ...] = ("forward", "bounded")
@@ -259,53 +255,3 @@ def _check(config: ServeConfig) -> None:
             "no client keys: give --owner-key OWNER=KEY (or owners in the config file), "
             "or start in --trusted single-tenant mode"
         )
-
-
-def run_server(config: ServeConfig) -> None:
-    """Serve the proxy with uvicorn until interrupted (needs the `staffstore[serve]` extra)."""
-    try:
-        import uvicorn
-
-        from .proxy import create_app
-    except ImportError as error:
-        raise InputError(
-            f"staffstore serve needs the serve extra: pip install 'staffstore[serve]' ({error})"
-        ) from None
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config),
-            host=config.host,
-            port=config.port,
-            lifespan="on",
-            log_level=config.log_level,
-            access_log=config.access_log,
-            timeout_graceful_shutdown=5,
-        )
-    )
-    server.run()
-
-
-@contextmanager
-def serve_in_thread(
-    config: ServeConfig,
-    *,
-    transport: httpx.AsyncBaseTransport | None = None,
-    start_timeout: float = 10.0,
-) -> Iterator[str]:
-    """Serve the proxy on 127.0.0.1 (a free port; config.port is ignored) in a thread.
-
-    Yields the base URL an OpenAI client takes (ending in /v1). For tests and benchmarks.
-    """
-    from .proxy import create_app
-    from .threaded_server import serve_in_thread as run_in_thread
-
-    app = create_app(config, transport=transport)
-    with run_in_thread(
-        app, name="staffstore-proxy", lifespan="on", start_timeout=start_timeout
-    ) as port:
-        yield f"http://127.0.0.1:{port}/v1"
-
-
-def serve_command(**options: Any) -> None:
-    """`staffstore serve`: build the config from the CLI's options (see build_config), serve."""
-    run_server(build_config(**options))

@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
 from typing import Any
 
-from .models import Receipt
+from ..models import Receipt
 
 #: Upper bounds of the request latency histogram, in seconds: hits live in the first few,
 #: model calls in the last.

@@ -18,9 +18,9 @@ from typing import Any, Literal
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from .errors import UpstreamError
-from .models import ChatReply
-from .proxy_wire import DONE_EVENT, sse_event
+from ..errors import UpstreamError
+from ..models import ChatReply
+from .wire import DONE_EVENT, sse_event
 
 StreamEnd = Literal["done", "error", "cancelled"]
 

@@ -17,9 +17,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import MissingApiKeyError, UpstreamError, UpstreamStatusError, UpstreamTimeoutError
-from .identity import content_hash
-from .serve_config import WORKING_SET_MODES, WorkingSetMode
+from ..errors import MissingApiKeyError, UpstreamError, UpstreamStatusError, UpstreamTimeoutError
+from ..identity import content_hash
+from .config import WORKING_SET_MODES, WorkingSetMode
 
 #: Body fields that shape how an answer travels or is cached, not what is asked: an exact
 #: repeat ignores them, and `cache` and `staffstore` never go upstream.

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .store import StaffStore
-from .sync_store import TurnRecord
+from ..store import StaffStore
+from ..store.sync_store import TurnRecord
 
 #: The most turns one commit takes; the rest wait for the next.
 MAX_BATCH = 256

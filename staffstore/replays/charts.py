@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .errors import StaffstoreError
+from ..errors import StaffstoreError
 from .report import CategoryMix, PairsLedger, ReplayLedger, fraction, percent, read_ledgers
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from ..errors import StaffstoreError
 from ..identity import content_hash
 from ..models import ChatReply, Claim, Message, NewClaim, Turn
 from ..mouth import ensure_mouth
-from ..rows import claim_id
 from ..store import StaffStore
+from ..store.rows import claim_id
 from ..working_set import approximate_tokens
 from .pool import Finding
 

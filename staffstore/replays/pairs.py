@@ -31,9 +31,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from ..gate import query_first
-from ..lexicon import tokens
 from ..models import NewClaim, Turn
 from ..store import StaffStore
+from ..text.lexicon import tokens
 
 #: The clock the evaluation runs at, so claims never expire mid-run and runs repeat exactly.
 _CLOCK = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import InputError
-from .importer import validation_message
-from .replays import REPLAYS
+from ..errors import InputError
+from ..store.importer import validation_message
+from . import REPLAYS
 
 START = "<!-- results:start -->"
 END = "<!-- results:end -->"

@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from .errors import CorruptStoreError, NotFoundError, StoreError
-from .identity import bytes_hash
-from .lexicon import STOPWORDS, tokens
-from .matching import KEY_VERSION, normalize
+from ..errors import CorruptStoreError, NotFoundError, StoreError
+from ..identity import bytes_hash
+from ..models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
+from ..text.lexicon import STOPWORDS, tokens
+from ..text.matching import KEY_VERSION, normalize
 from .migrations import MIGRATIONS
-from .models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 from .rows import (
     CLAIM_COLUMNS,
     RECEIPT_COLUMNS,

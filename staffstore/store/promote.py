@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .errors import InputError
-from .models import Claim, NewClaim, Receipt
-from .store import StaffStore
+from ..errors import InputError
+from ..models import Claim, NewClaim, Receipt
+from .async_store import StaffStore
 
 
 def promotable(receipt: Receipt) -> bool:

@@ -1,6 +1,6 @@
 """How the store's rows read and write: claims and receipts as SQL rows, times as epochs.
 
-Shared by the async StaffStore (store.py) and its synchronous lookups (sync_store.py).
+Shared by the async StaffStore (async_store.py) and its synchronous lookups (sync_store.py).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptStoreError, StoreError
-from .identity import content_hash
-from .models import Claim, NewClaim, Receipt
+from ..errors import CorruptStoreError, StoreError
+from ..identity import content_hash
+from ..models import Claim, NewClaim, Receipt
 
 # Fields that make up a claim's identity: the finding and where it came from. Status, expiry
 # and timestamps are lifecycle, not identity, so storing the same finding twice is a no-op.

@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .matching import normalize
+from ..models import Claim, Receipt, Role
+from ..text.matching import normalize
 from .migrations import COUNT_TERMS
-from .models import Claim, Receipt, Role
 from .rows import (
     QUALIFIED_CLAIM_COLUMNS,
     RECEIPT_COLUMNS,

@@ -18,7 +18,7 @@ from rapidfuzz.distance import OSA
 
 @cache
 def _common_words() -> frozenset[str]:
-    data = resources.files("staffstore") / "data" / "common_words.txt.gz"
+    data = resources.files("staffstore.text") / "data" / "common_words.txt.gz"
     text = gzip.decompress(data.read_bytes()).decode("utf-8")
     return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .errors import InputError
-from .models import Claim, Message, Turn, WorkingSet
-from .store import StaffStore
+from ..errors import InputError
+from ..models import Claim, Message, Turn, WorkingSet
+from ..store import StaffStore
 
 DEFAULT_SYSTEM = (
     "You are a careful assistant. Recalled claims are verified findings from earlier work; "

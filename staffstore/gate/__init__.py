@@ -1,0 +1,10 @@
+"""The gate: query_first decides whether a stored claim answers a turn, before any model call.
+
+Owns the decision (query_first.py) and the relative periods a question names (relative_time.py).
+May import models, errors, text and store; never upstream, mouth, proxy, cli or replays: the
+gate knows nothing of HTTP or of the model it saves a call to.
+"""
+
+from .query_first import decide, points_elsewhere, query_first, query_first_sync
+
+__all__ = ["decide", "points_elsewhere", "query_first", "query_first_sync"]

@@ -1,0 +1,12 @@
+"""The store: claims, receipts, sessions and kept answers in one SQLite file.
+
+Owns StaffStore (async, async_store.py), SyncStore (the same file from threads, sync_store.py),
+the numbered migrations, row conversion, the WAL checkpointer, claims import and promotion.
+May import models, errors, identity and text (the search key is text.matching's);
+never the gate, working_set, mouth, upstream, proxy, cli or replays: they build on the store.
+"""
+
+from .async_store import StaffStore
+from .sync_store import SyncStore
+
+__all__ = ["StaffStore", "SyncStore"]

@@ -1,0 +1,21 @@
+"""The working set: what is sent upstream for a turn that misses, within a token budget.
+
+Owns build_working_set (build.py): the session's tail, the claims the store relates to the turn.
+May import models, errors and store; never the gate, mouth, proxy, cli or replays.
+"""
+
+from .build import (
+    CUT_MARKER,
+    DEFAULT_BUDGET,
+    DEFAULT_SYSTEM,
+    approximate_tokens,
+    build_working_set,
+)
+
+__all__ = [
+    "CUT_MARKER",
+    "DEFAULT_BUDGET",
+    "DEFAULT_SYSTEM",
+    "approximate_tokens",
+    "build_working_set",
+]
