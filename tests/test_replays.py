@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from staffstore.errors import InputError
-from staffstore.matching import normalize
 from staffstore.replays import REPLAYS, run_all, run_replay
 from staffstore.replays.harness import SUMMARY_FIELDS
-from staffstore.replays.pool import FINDINGS
+from staffstore.replays.pool import findings
+from staffstore.text.matching import normalize
 
 NAMES = sorted(REPLAYS)
 
@@ -202,6 +202,6 @@ def test_unknown_replay_name_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_pool_findings_ask_distinct_questions() -> None:
-    keys = [normalize(finding.question).key for finding in FINDINGS]
+    keys = [normalize(finding.question).key for finding in findings()]
     assert len(set(keys)) == len(keys)
-    assert len(FINDINGS) >= 80  # the 20% workday needs 80 distinct first looks
+    assert len(findings()) >= 80  # the 20% workday needs 80 distinct first looks

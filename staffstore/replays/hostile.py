@@ -34,7 +34,7 @@ from .harness import (
     store_ledger,
     summarize,
 )
-from .pool import FINDINGS, FOLLOW_UPS, UNRELATED, Finding
+from .pool import Finding, findings, follow_ups, unrelated
 
 # A Saturday: the claims the turns are served from were made earlier that week (the live ones
 # five days before), so a finding about "last week" or "last month" names the same week and month
@@ -106,12 +106,12 @@ class Cast:
 def cast(rng: random.Random, mix: Mix) -> Cast:
     """Deal the findings into parts and plan the claims, all before the first turn."""
     start = CLOCK.start
-    with_other = [finding for finding in FINDINGS if finding.other_answer]
+    with_other = [finding for finding in findings() if finding.other_answer]
     rng.shuffle(with_other)
     superseded = with_other[: mix.superseded_findings]
     conflicted = with_other[len(superseded) : len(superseded) + mix.conflict_findings]
     taken = {finding.key for finding in superseded + conflicted}
-    rest = [finding for finding in FINDINGS if finding.key not in taken]
+    rest = [finding for finding in findings() if finding.key not in taken]
     rng.shuffle(rest)
     expired, live = rest[: mix.expired_findings], rest[mix.expired_findings :]
     if len(conflicted) < mix.conflict_findings or len(live) < mix.paraphrase // GOLD_PER_FINDING:
@@ -213,9 +213,9 @@ def script(rng: random.Random, mix: Mix, parts: Cast) -> list[ScriptedTurn]:
     for finding, text in _sample(rng, _asked(parts.conflicted), mix.conflict, "conflict"):
         detail = "ambiguous" if finding in ambiguous else "conflict"
         turns.append(ScriptedTurn(0, "conflict", "miss", text, finding=finding.key, detail=detail))
-    for text in _sample(rng, list(FOLLOW_UPS), mix.follow_up, "follow-up"):
+    for text in _sample(rng, list(follow_ups()), mix.follow_up, "follow-up"):
         turns.append(ScriptedTurn(0, "follow_up", "miss", text))
-    for text in _sample(rng, list(UNRELATED), mix.unrelated, "unrelated"):
+    for text in _sample(rng, list(unrelated()), mix.unrelated, "unrelated"):
         turns.append(ScriptedTurn(0, "unrelated", "miss", text))
 
     rng.shuffle(turns)

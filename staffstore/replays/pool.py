@@ -1,30 +1,30 @@
-"""The findings the replays ask about, and the chatter around them, parsed from plain text.
+"""The findings the replays ask about, and the chatter around them, read from replays/*.json.
 
 Each finding is one piece of completed work: the question a worker answered, its answer, the
 first-look turn that led to the job, and human paraphrases of the question. Some carry
 changed-requirement variants (nearly the question, one detail different: must miss) and
-another answer (for a newer revision or a conflicting job). The text lives in findings_*.py.
+another answer (for a newer revision or a conflicting job). The findings live in
+replays/findings_code.json and replays/findings_ops.json, the chatter in replays/chatter.json.
 
-Block format, one finding per block:
+A finding is one JSON object:
 
-    ## key | Agent | owner/repository
-    Q: the stored question
-    A: the stored answer
-    first: the first-look turn
-    other: another answer (optional)
-    ~ a changed-requirement variant (any number)
-    - a paraphrase (any number)
-
-A line starting with two spaces continues the line above it.
+    {"key": ..., "agent": ..., "repository": "owner/repository",
+     "question": the stored question, "answer": the stored answer,
+     "first_look": the first-look turn, "other_answer": another answer (optional),
+     "changed": [changed-requirement variants], "paraphrases": [paraphrases]}
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
-from .chatter import FOLLOW_UPS, UNRELATED
-from .findings_code import CODE_FINDINGS
-from .findings_ops import OPS_FINDINGS
+from ..errors import InputError
+from .data import load
+
+FINDINGS_FILES = ("findings_code.json", "findings_ops.json")
+CHATTER_FILE = "chatter.json"
 
 
 @dataclass(frozen=True)
@@ -42,55 +42,32 @@ class Finding:
     other_answer: str | None = None
 
 
-_FIELDS = {"Q:": "question", "A:": "answer", "first:": "first_look", "other:": "other_answer"}
+def parse_finding(raw: dict[str, Any], source: str) -> Finding:
+    """One finding from its JSON object; an InputError names the file and the key if it is bad."""
+    try:
+        fields = {**raw, "paraphrases": tuple(raw["paraphrases"])}
+        fields["changed"] = tuple(raw.get("changed", ()))
+        return Finding(**fields)
+    except (KeyError, TypeError) as error:
+        raise InputError(f"{source}: finding {raw.get('key')!r} is malformed ({error})") from None
 
 
-def _logical_lines(block: str) -> list[str]:
-    lines: list[str] = []
-    for raw in block.splitlines():
-        if not raw.strip():
-            continue
-        if raw.startswith("  "):
-            if not lines:
-                raise ValueError(f"continuation line with nothing to continue: {raw!r}")
-            lines[-1] += " " + raw.strip()
-        else:
-            lines.append(raw.strip())
-    return lines
+@cache
+def findings() -> tuple[Finding, ...]:
+    """Every finding, code first, then operations, in file order."""
+    return tuple(parse_finding(raw, name) for name in FINDINGS_FILES for raw in load(name))
 
 
-def _parse_block(block: str) -> Finding:
-    header, *lines = _logical_lines(block)
-    key, agent, repository = (part.strip() for part in header.split("|"))
-    fields: dict[str, str] = {}
-    paraphrases: list[str] = []
-    changed: list[str] = []
-    for line in lines:
-        if line.startswith("- "):
-            paraphrases.append(line[2:])
-        elif line.startswith("~ "):
-            changed.append(line[2:])
-        else:
-            label, _, value = line.partition(" ")
-            if label not in _FIELDS or label in fields:
-                raise ValueError(f"finding {key}: unexpected line {line!r}")
-            fields[_FIELDS[label]] = value
-    return Finding(
-        key=key,
-        agent=agent,
-        repository=repository,
-        paraphrases=tuple(paraphrases),
-        changed=tuple(changed),
-        **fields,
-    )
+@cache
+def follow_ups() -> tuple[str, ...]:
+    """Turns that lean on the turn before ("and why?"): no stored finding answers them alone."""
+    return tuple(load(CHATTER_FILE)["follow_ups"])
 
 
-def parse_findings(text: str) -> tuple[Finding, ...]:
-    """Parse blocks in the format above; raise ValueError on anything it does not expect."""
-    blocks = [block for block in text.split("\n## ") if block.strip()]
-    return tuple(_parse_block(block.removeprefix("## ")) for block in blocks)
+@cache
+def unrelated() -> tuple[str, ...]:
+    """Questions no worker looked into; some share words with stored findings on purpose."""
+    return tuple(load(CHATTER_FILE)["unrelated"])
 
 
-FINDINGS: tuple[Finding, ...] = parse_findings(CODE_FINDINGS) + parse_findings(OPS_FINDINGS)
-
-__all__ = ["FINDINGS", "FOLLOW_UPS", "UNRELATED", "Finding", "parse_findings"]
+__all__ = ["Finding", "findings", "follow_ups", "parse_finding", "unrelated"]

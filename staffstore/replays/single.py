@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 from ..models import NewClaim
 from ..store import StaffStore
+from .data import load
 from .harness import (
     OWNER,
     STORE_DELAY,
@@ -29,64 +31,51 @@ from .harness import (
     store_ledger,
     summarize,
 )
+from .pool import Finding, parse_finding
 
-FINDING = "ledger-replay"
-QUESTION = "What did Kernel find about ledger replay?"
-ANSWER = "The ledger replay is deterministic."
-FIRST_LOOK = "Can Kernel check whether the ledger replay is deterministic?"
-
-# Written as people ask, before the gate ever saw them; kept whatever the gate makes of them.
-PARAPHRASES = (
-    "What did Kernel find about the ledger replay?",
-    "what did kernel find about ledger replay",
-    "Hey, what did Kernel find about ledger replay?",
-    "About ledger replay: what did Kernel find?",
-    "What did Kernel discover about ledger replay?",
-    "what did kernal find about ledger replay?",
-    "Can you tell me what Kernel found about ledger replay?",
-    "What has Kernel found about ledger replay?",
-    "What were Kernel's findings about the ledger replay?",
-    "Did Kernel find anything about ledger replay?",
-    "What did Kernel find regarding ledger replay?",
-    "What did Kernel figure out about the ledger replay?",
-    "Remind me what Kernel found about ledger replay, please.",
-    "WHAT DID KERNEL FIND ABOUT LEDGER REPLAY?",
-    "What did the Kernel agent find about ledger replay?",
-    "any idea what Kernel found about ledger replay?",
-    "What did Kernel conclude about ledger replay?",
-    "What did Kernel find about ledger replays?",
-    "quick question - what did Kernel find out about ledger replay?",
-)
+#: The finding, its first look and its paraphrases, written as people ask before the gate ever
+#: saw them, and kept whatever the gate makes of them.
+DATA_FILE = "single.json"
 
 CLOCK = Clock(datetime(2025, 6, 2, 9, 0, tzinfo=UTC), timedelta(minutes=5))
 QUICK_RECALLS = 5
 
 
+@cache
+def finding() -> Finding:
+    """The one finding this replay asks about."""
+    return parse_finding(load(DATA_FILE), DATA_FILE)
+
+
 def finding_claim() -> PlannedClaim:
     """The job-sourced claim a finished Kernel worker stores after turn 1."""
+    found = finding()
     claim = NewClaim(
         owner=OWNER,
-        agent="kernel",
-        question=QUESTION,
-        answer=ANSWER,
+        agent=found.agent,
+        question=found.question,
+        answer=found.answer,
         source="job",
         job_id="job-0001",
-        repository="acme/staffstore",
-        revision=revision(FINDING),
+        repository=found.repository,
+        revision=revision(found.key),
     )
-    return PlannedClaim(claim, FINDING, "live", CLOCK.at(1) + STORE_DELAY, after_turn=1)
+    return PlannedClaim(claim, found.key, "live", CLOCK.at(1) + STORE_DELAY, after_turn=1)
 
 
 def script(seed: int, quick: bool) -> list[ScriptedTurn]:
     """Turn 1 the first look, then the paraphrases in an order the seed picks."""
-    recalls = list(PARAPHRASES)
+    found = finding()
+    recalls = list(found.paraphrases)
     random.Random(f"single:{seed}").shuffle(recalls)
     if quick:
         recalls = recalls[:QUICK_RECALLS]
     expected = finding_claim().id
-    turns = [ScriptedTurn(1, "first_look", "miss", FIRST_LOOK, finding=FINDING)]
+    turns = [ScriptedTurn(1, "first_look", "miss", found.first_look, finding=found.key)]
     turns += [
-        ScriptedTurn(number, "paraphrase", "hit", text, expected_claim_id=expected, finding=FINDING)
+        ScriptedTurn(
+            number, "paraphrase", "hit", text, expected_claim_id=expected, finding=found.key
+        )
         for number, text in enumerate(recalls, start=2)
     ]
     return turns
@@ -112,7 +101,7 @@ async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
     ledger = {
         **ledger_header("single", seed, quick),
         "summary": summarize(rows, mouth.calls),
-        "gold_misses": gold_misses(rows, {planned.id: QUESTION}),
+        "gold_misses": gold_misses(rows, {planned.id: finding().question}),
         "store_ledger": receipts,
         "rows": rows,
     }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store import StaffStore
+from . import pool
 from .harness import (
     STORE_DELAY,
     Clock,
@@ -34,7 +35,7 @@ from .harness import (
     summarize,
     windows,
 )
-from .pool import FINDINGS, FOLLOW_UPS, UNRELATED, Finding
+from .pool import Finding
 
 FRACTIONS = (0.05, 0.10, 0.20)
 WINDOW = 50
@@ -88,7 +89,7 @@ def _morning_positions(rng: random.Random, turns: int, count: int) -> set[int]:
 
 def script_day(seed: int, fraction: float, shape: DayShape) -> Day:
     """Script one day at novel fraction `fraction`; topics come in one seeded order for all F."""
-    topics = list(FINDINGS)
+    topics = list(pool.findings())
     random.Random(f"workday-topics:{seed}").shuffle(topics)
     rng = random.Random(f"workday:{seed}:{fraction}")
     first_looks = round(shape.turns * fraction)
@@ -98,10 +99,14 @@ def script_day(seed: int, fraction: float, shape: DayShape) -> Day:
     rest = [number for number in range(2, shape.turns + 1) if number not in novel]
     chatter = rng.sample(rest, shape.follow_ups + shape.unrelated)
     follow_ups = dict(
-        zip(chatter[: shape.follow_ups], rng.sample(FOLLOW_UPS, shape.follow_ups), strict=True)
+        zip(
+            chatter[: shape.follow_ups],
+            rng.sample(pool.follow_ups(), shape.follow_ups),
+            strict=True,
+        )
     )
     unrelated = dict(
-        zip(chatter[shape.follow_ups :], rng.sample(UNRELATED, shape.unrelated), strict=True)
+        zip(chatter[shape.follow_ups :], rng.sample(pool.unrelated(), shape.unrelated), strict=True)
     )
 
     turns: list[ScriptedTurn] = []
