@@ -114,6 +114,20 @@ class StaffStore:
 
     async def migrate(self) -> int:
         """Apply the migrations this file has not seen yet; return the schema version."""
+        version = await self._schema_version()
+        while version < len(MIGRATIONS):
+            async with self._transaction():
+                # Read again under the write lock: another process opening the same new file
+                # may have applied this step while we waited for it.
+                version = await self._schema_version()
+                if version < len(MIGRATIONS):
+                    for statement in MIGRATIONS[version]:
+                        await self._db.execute(statement)
+                    version += 1
+                    await self._db.execute(f"PRAGMA user_version = {version}")
+        return len(MIGRATIONS)
+
+    async def _schema_version(self) -> int:
         async with self._db.execute("PRAGMA user_version") as cursor:
             row = await cursor.fetchone()
         version = int(row[0]) if row else 0
@@ -122,12 +136,7 @@ class StaffStore:
                 f"{self.path} was written by a newer staffstore (schema {version}); "
                 "upgrade staffstore to open it"
             )
-        for number in range(version, len(MIGRATIONS)):
-            async with self._transaction():
-                for statement in MIGRATIONS[number]:
-                    await self._db.execute(statement)
-                await self._db.execute(f"PRAGMA user_version = {number + 1}")
-        return len(MIGRATIONS)
+        return version
 
     async def close(self) -> None:
         await self._db.close()
@@ -217,37 +226,43 @@ class StaffStore:
         """
         moment = now_epoch(now)
         batch = [(claim_id(claim), claim) for claim in claims]
+        # Keys first: normalising is the slow part, and it needs no lock.
+        keys = {identity: normalize(claim.question).key for identity, claim in batch}
         stored: dict[str, Claim] = {}
-        ids = list(dict.fromkeys(identity for identity, _ in batch))
-        for start in range(0, len(ids), 500):  # under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for row in await self._fetchall(
-                f"SELECT {CLAIM_COLUMNS} FROM claims WHERE id IN ({marks})", chunk
-            ):
-                stored[row[0]] = row_to_claim(row)
-        rows, supersessions, added = [], [], []
-        for identity, claim in batch:
-            added.append(identity not in stored)  # a repeat within the batch is not new
-            if identity in stored:
-                continue
-            key = normalize(claim.question).key
-            rows.append(
-                (
-                    identity, claim.owner, claim.agent, claim.question, claim.answer,
-                    claim.source, claim.job_id, claim.repository, claim.profile, claim.revision,
-                    claim.inputs_fingerprint, epoch_of(claim.expires_at), moment, key,
-                )
-            )  # fmt: skip
-            if claim.revision is not None:
-                supersessions.append(
-                    (identity, claim.owner, key, claim.repository, claim.profile,
-                     claim.revision, identity)
-                )  # fmt: skip
-            stored[identity] = Claim(
-                **claim.model_dump(), id=identity, status="live", created_at=datetime_at(moment)
-            )
+        # Which claims are already stored is read inside the write transaction: read before
+        # it, another process (a second import, `claims add`, the proxy) could store one of
+        # them in between, and the insert would then break the unique id.
         async with self._transaction():
+            ids = list(keys)
+            for start in range(0, len(ids), 500):  # under SQLite's bound-parameter limit
+                chunk = ids[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                for row in await self._fetchall(
+                    f"SELECT {CLAIM_COLUMNS} FROM claims WHERE id IN ({marks})", chunk
+                ):
+                    stored[row[0]] = row_to_claim(row)
+            rows, supersessions, added = [], [], []
+            for identity, claim in batch:
+                added.append(identity not in stored)  # a repeat within the batch is not new
+                if identity in stored:
+                    continue
+                key = keys[identity]
+                rows.append(
+                    (
+                        identity, claim.owner, claim.agent, claim.question, claim.answer,
+                        claim.source, claim.job_id, claim.repository, claim.profile,
+                        claim.revision, claim.inputs_fingerprint, epoch_of(claim.expires_at),
+                        moment, key,
+                    )
+                )  # fmt: skip
+                if claim.revision is not None:
+                    supersessions.append(
+                        (identity, claim.owner, key, claim.repository, claim.profile,
+                         claim.revision, identity)
+                    )  # fmt: skip
+                stored[identity] = Claim(
+                    **claim.model_dump(), id=identity, status="live", created_at=datetime_at(moment)
+                )
             terms = Counter((row[1], term) for row in rows for term in row[-1].split())
             await self._db.executemany(
                 "INSERT INTO term_counts (owner, term, n) VALUES (?, ?, ?) "
