@@ -2,7 +2,8 @@
 
     StaffstoreError
      ├── InputError              text or a file a user gave cannot be used as it is
-     │    └── ImportFileError    a claims file has bad lines (carries the line numbers)
+     │    ├── ImportFileError    a claims file has bad lines (carries the line numbers)
+     │    └── MissingScopeKeyError  agent state has no (or too short a) scope key configured
      ├── StoreError              the database cannot be opened or used
      │    └── CorruptStoreError  the file is not a SQLite database, or is damaged
      ├── NotFoundError           no such claim, receipt or session for this owner
@@ -32,6 +33,10 @@ class ImportFileError(InputError):
     def __init__(self, message: str, bad_lines: list[int]) -> None:
         super().__init__(message)
         self.bad_lines = bad_lines
+
+
+class MissingScopeKeyError(InputError):
+    """Agent state needs an HMAC key for scope ids, and none (or too short a one) is set."""
 
 
 class StoreError(StaffstoreError):

@@ -77,6 +77,8 @@ class Turn(_Model):
     owner: str = Field(min_length=1)
     text: str
     session: str | None = None
+    #: The agent whose working state the prompt carries (the default agent when None).
+    agent: str | None = None
     repository: str | None = None
     revision: str | None = None
     now: datetime | None = None
@@ -115,6 +117,8 @@ class WorkingSet(_Model):
     truncated: bool
     recalled_claim_ids: list[str]
     tail_messages: int
+    #: UTF-8 bytes of the working-state section in the prompt (0: none).
+    working_state_bytes: int = 0
 
 
 class ChatReply(_Model):

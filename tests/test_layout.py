@@ -28,7 +28,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "upstream": frozenset({"errors", "models"}),
     "store": frozenset({"text", "models", "errors", "identity"}),
     "gate": frozenset({"text", "store", "models", "errors", "identity"}),
-    "working_set": frozenset({"store", "models", "errors", "identity"}),
+    # The working set carries the agent's working state, which state renders from the store.
+    "working_set": frozenset({"store", "state", "models", "errors", "identity"}),
+    "state": frozenset({"store", "models", "errors", "identity"}),
 }
 #: Layers each layer must never import, on top of ALLOWED.
 FORBIDDEN: dict[str, frozenset[str]] = {

@@ -39,6 +39,7 @@ from .rows import (
     row_to_claim,
     row_to_receipt,
 )
+from .state_tables import AsyncStateTables
 from .sync_store import SyncStore, TurnRecord
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -57,7 +58,7 @@ def _check_is_sqlite(path: Path) -> None:
         raise CorruptStoreError(f"{path} is not a staffstore database (not a SQLite file)")
 
 
-class StaffStore:
+class StaffStore(AsyncStateTables):
     """The durable store. Open it with `async with StaffStore.open(path) as store:`."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:

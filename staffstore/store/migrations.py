@@ -6,6 +6,8 @@ store made by an older staffstore opens and upgrades itself. New tables arrive a
 
 from __future__ import annotations
 
+from . import state_tables
+
 # Fills term_counts from every claim's search key (space-separated content words).
 COUNT_TERMS = """
     INSERT INTO term_counts (owner, term, n)
@@ -169,4 +171,7 @@ MIGRATIONS: list[list[str]] = [
         ) WITHOUT ROWID
         """,
     ],
+    # 5: working state (keys, supersession chain, handoffs) and agent state (schemas, states,
+    # erasure proofs); see state_tables.py.
+    state_tables.MIGRATION,
 ]

@@ -30,11 +30,12 @@ from .rows import (
     receipt_row,
     row_to_claim,
 )
+from .state_tables import StateTables
 
 _KEY_VERSION_SETTING = "search_key_version"
 
 
-class SyncStore:
+class SyncStore(StateTables):
     """The store's hot-path queries as plain calls on its SQLite connection.
 
     Only for work that StaffStore.run_sync runs on the store's database thread: there a

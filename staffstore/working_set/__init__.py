@@ -1,7 +1,8 @@
 """The working set: what is sent upstream for a turn that misses, within a token budget.
 
-Owns build_working_set (build.py): the session's tail, the claims the store relates to the turn.
-May import models, errors and store; never the gate, mouth, proxy, cli or replays.
+Owns build_working_set (build.py): the session's tail, the claims the store relates to the turn,
+the agent's working state. May import models, errors, store and state (the working-state
+section); never the gate, mouth, proxy, cli or replays.
 """
 
 from .build import (

@@ -1,9 +1,11 @@
 """build_working_set: the bounded prompt a miss sends to the model.
 
 The system instruction, then the owner's claims relevant to the turn (marked as recalled
-context, not as the user's words), then the last few messages of the session, then the turn.
-Never the whole transcript. Everything fits a token budget; what does not fit is cut at a
-visible marker, dropping the oldest tail messages first, then the least relevant claims.
+context, not as the user's words), then the last few messages of the session, then the agent's
+working state (the authoritative current values, after everything a provider caches as a
+prefix; nothing when there is none), then the turn. Never the whole transcript. Everything
+fits a token budget; what does not fit is cut at a visible marker, dropping the oldest tail
+messages first, then the least relevant claims.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from collections.abc import Callable
 
 from ..errors import InputError
 from ..models import Claim, Message, Turn, WorkingSet
+from ..state.config import DEFAULT_AGENT
+from ..state.config import DEFAULTS as STATE_DEFAULTS
+from ..state.working import working_state_section
 from ..store import StaffStore
 
 DEFAULT_SYSTEM = (
@@ -66,8 +71,14 @@ async def build_working_set(
     tail: int = DEFAULT_TAIL,
     recall: int = DEFAULT_RECALL,
     count: TokenCounter = approximate_tokens,
+    state_bytes: int = STATE_DEFAULTS.section_max_bytes,
 ) -> WorkingSet:
-    """Assemble the bounded prompt for a miss, in a deterministic order, within `budget`."""
+    """Assemble the bounded prompt for a miss, in a deterministic order, within `budget`.
+
+    The working state of `turn.agent` (the default agent when None) takes at most
+    `state_bytes` UTF-8 bytes and at most half of what the question and instruction leave;
+    `state_bytes=0` leaves it out.
+    """
     if budget < MIN_BUDGET:
         raise InputError(f"a working-set budget must be at least {MIN_BUDGET} tokens")
     truncated = False
@@ -80,6 +91,16 @@ async def build_working_set(
     system_text = _fit(system, max(remaining // 4, 1), count)
     truncated |= system_text != system
     remaining -= count(system_text)
+
+    # Working state comes before recall and history in the budget: it is the authority on
+    # current values. A byte is at most a character, so this many bytes fit this many tokens.
+    state_text = ""
+    if state_bytes > 0:
+        room = min(state_bytes, 4 * max(remaining // 2, 0))
+        state_text = await working_state_section(
+            store, turn.owner, turn.agent or DEFAULT_AGENT, now=turn.now, max_bytes=room
+        )
+        remaining -= count(state_text)
 
     recalled: list[Claim] = []
     recall_text = ""
@@ -117,6 +138,8 @@ async def build_working_set(
     if truncated:
         messages.append(Message(role="system", content=CUT_MARKER))
     messages.extend(history)
+    if state_text:
+        messages.append(Message(role="system", content=state_text))
     messages.append(Message(role="user", content=question))
     return WorkingSet(
         messages=messages,
@@ -125,4 +148,5 @@ async def build_working_set(
         truncated=truncated,
         recalled_claim_ids=[c.id for c in recalled],
         tail_messages=len(history),
+        working_state_bytes=len(state_text.encode("utf-8")),
     )
