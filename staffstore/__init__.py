@@ -2,7 +2,8 @@
 
 Ask verified durable state before paying for a model call: `query_first` answers a turn from
 the owner's claims or misses with a reason; `ensure_mouth` runs a whole turn and writes its
-receipt; `StaffStore` holds it all in one SQLite file.
+receipt; `StaffStore` holds it all in one SQLite file. `WorkingState` keeps an agent's current
+rules for every prompt; `AgentState` keeps the state its code writes, under a declared schema.
 """
 
 from .errors import (
@@ -10,6 +11,7 @@ from .errors import (
     ImportFileError,
     InputError,
     MissingApiKeyError,
+    MissingScopeKeyError,
     NotFoundError,
     StaffstoreError,
     StoreError,
@@ -32,11 +34,13 @@ from .models import (
     WorkingSet,
 )
 from .mouth import ensure_mouth
+from .state import AgentState, Scope, WorkingState
 from .store import StaffStore
 from .upstream import OpenRouter
 from .working_set import build_working_set
 
 __all__ = [
+    "AgentState",
     "ChatReply",
     "Claim",
     "CorruptStoreError",
@@ -46,10 +50,12 @@ __all__ = [
     "Ledger",
     "Message",
     "MissingApiKeyError",
+    "MissingScopeKeyError",
     "NewClaim",
     "NotFoundError",
     "OpenRouter",
     "Receipt",
+    "Scope",
     "StaffStore",
     "StaffstoreError",
     "StoreError",
@@ -60,6 +66,7 @@ __all__ = [
     "UpstreamTimeoutError",
     "UpstreamUnreachableError",
     "WorkingSet",
+    "WorkingState",
     "build_working_set",
     "ensure_mouth",
     "query_first",
