@@ -185,3 +185,91 @@ class TurnResult(_Model):
     decision: Decision
     receipt: Receipt
     working_set: WorkingSet | None = None
+
+
+# -- jobs: records of work a runner did, kept so the same work is paid for once ----------------
+
+JobKind = Literal["analyze", "implement"]
+JobStatus = Literal["pending", "running", "succeeded", "failed", "cancelled", "lost"]
+#: What one ensure_dispatched call did; a reuse is a job avoided.
+JobAction = Literal["launched", "reused", "attached", "lost"]
+#: A job in one of these may still finish: its launch key is taken while it is.
+ACTIVE_JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running")
+
+
+class NewJob(_Model):
+    """A job to record before its runner is called. Identity fields are kept as given, with
+    the task also normalised (`task_key`) and the inputs as canonical JSON and its SHA-256."""
+
+    owner: str = Field(min_length=1, max_length=200)
+    agent: str = Field(min_length=1, max_length=200)
+    kind: JobKind
+    task: str = Field(min_length=1, max_length=20_000)
+    task_key: str
+    repository: str | None = None
+    profile: str | None = None
+    revision: str | None = None
+    inputs: str = "{}"
+    inputs_fingerprint: str
+    launch_key: str = Field(min_length=1, max_length=500)
+    command: list[str] | None = None
+    runner: str
+    expires_at: datetime | None = None
+
+
+class JobArtifact(_Model):
+    """One output of a job, stored content-addressed in the artifacts table."""
+
+    name: str
+    artifact_id: str
+    kind: str
+    size: int
+
+
+class Job(NewJob):
+    """A recorded job: its identity, where its runner put it, and what it left."""
+
+    id: str
+    status: JobStatus
+    handle: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    #: True when the job left a finding or an output with something in it: only such a job
+    #: may be reused as prior work.
+    substantive: bool = False
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    artifacts: list[JobArtifact] = Field(default_factory=list)
+    claim_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_JOB_STATUSES
+
+
+class JobReceipt(_Model):
+    """What one dispatch did: launched, reused, attached or lost, which job, and why."""
+
+    id: str
+    owner: str
+    job_id: str
+    action: JobAction
+    reason: str
+    matched: list[str] = Field(default_factory=list)
+    mismatched: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class JobLedger(_Model):
+    """Totals over job receipts. A reused job is a job avoided, as a hit is a call avoided."""
+
+    dispatches: int
+    launched: int
+    reused: int
+    attached: int
+    lost: int
+
+    @property
+    def jobs_avoided(self) -> int:
+        return self.reused

@@ -1,7 +1,8 @@
 """StaffStore: the durable state staffstore answers from, in one SQLite file.
 
 Sessions keep the recent tail; claims are verified findings with provenance, indexed by FTS5;
-artifacts are content-addressed task results; receipts record every turn. Every read that
+artifacts are content-addressed task results; receipts record every turn; jobs record the work
+runners did (jobs.py). Every read that
 returns an owner's data takes the owner: nothing here lets one owner see another's rows.
 The schema is built by numbered migrations applied on open (see migrations.py).
 """
@@ -24,6 +25,7 @@ from ..identity import bytes_hash
 from ..models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 from ..text.lexicon import STOPWORDS, tokens
 from ..text.matching import KEY_VERSION, normalize
+from .jobs import AsyncJobs
 from .migrations import MIGRATIONS
 from .rows import (
     CLAIM_COLUMNS,
@@ -58,7 +60,7 @@ def _check_is_sqlite(path: Path) -> None:
         raise CorruptStoreError(f"{path} is not a staffstore database (not a SQLite file)")
 
 
-class StaffStore(AsyncStateTables):
+class StaffStore(AsyncStateTables, AsyncJobs):
     """The durable store. Open it with `async with StaffStore.open(path) as store:`."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:

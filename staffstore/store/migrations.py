@@ -174,4 +174,75 @@ MIGRATIONS: list[list[str]] = [
     # 5: working state (keys, supersession chain, handoffs) and agent state (schemas, states,
     # erasure proofs); see state_tables.py.
     state_tables.MIGRATION,
+    # 6: jobs: the work runners did, by identity and launch key, with what each one left
+    # (artifacts and claims) and a receipt per dispatch (launched, reused, attached, lost).
+    [
+        """
+        CREATE TABLE jobs (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('analyze', 'implement')),
+            task TEXT NOT NULL,
+            -- the task's content words (matching.normalize), re-keyed with the claims
+            task_key TEXT NOT NULL,
+            repository TEXT,
+            profile TEXT,
+            revision TEXT,
+            inputs TEXT NOT NULL,
+            inputs_fingerprint TEXT NOT NULL,
+            launch_key TEXT NOT NULL,
+            command TEXT,
+            runner TEXT NOT NULL,
+            handle TEXT,
+            status TEXT NOT NULL CHECK (status IN
+                ('pending', 'running', 'succeeded', 'failed', 'cancelled', 'lost')),
+            exit_code INTEGER,
+            error TEXT,
+            substantive INTEGER NOT NULL DEFAULT 0,
+            expires_at REAL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            finished_at REAL
+        )
+        """,
+        # A launch key names one unfinished job per owner: a second launch under it attaches.
+        """
+        CREATE UNIQUE INDEX jobs_active_launch ON jobs (owner, launch_key)
+            WHERE status IN ('pending', 'running')
+        """,
+        "CREATE INDEX jobs_by_launch_key ON jobs (owner, launch_key, created_at)",
+        "CREATE INDEX jobs_by_task ON jobs (owner, kind, status, task_key)",
+        "CREATE INDEX jobs_by_owner ON jobs (owner, created_at)",
+        """
+        CREATE TABLE job_artifacts (
+            owner TEXT NOT NULL,
+            job_id TEXT NOT NULL REFERENCES jobs(id),
+            name TEXT NOT NULL,
+            artifact_id TEXT NOT NULL,
+            PRIMARY KEY (job_id, name)
+        )
+        """,
+        """
+        CREATE TABLE job_claims (
+            owner TEXT NOT NULL,
+            job_id TEXT NOT NULL REFERENCES jobs(id),
+            claim_id TEXT NOT NULL,
+            PRIMARY KEY (job_id, claim_id)
+        )
+        """,
+        """
+        CREATE TABLE job_receipts (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            job_id TEXT NOT NULL,
+            action TEXT NOT NULL CHECK (action IN ('launched', 'reused', 'attached', 'lost')),
+            reason TEXT NOT NULL,
+            matched TEXT NOT NULL,
+            mismatched TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX job_receipts_by_owner ON job_receipts (owner, created_at)",
+    ],
 ]

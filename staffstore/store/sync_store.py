@@ -17,6 +17,7 @@ from typing import Any
 
 from ..models import Claim, Receipt, Role
 from ..text.matching import normalize
+from .jobs import SyncJobs
 from .migrations import COUNT_TERMS
 from .rows import (
     QUALIFIED_CLAIM_COLUMNS,
@@ -35,7 +36,7 @@ from .state_tables import StateTables
 _KEY_VERSION_SETTING = "search_key_version"
 
 
-class SyncStore(StateTables):
+class SyncStore(StateTables, SyncJobs):
     """The store's hot-path queries as plain calls on its SQLite connection.
 
     Only for work that StaffStore.run_sync runs on the store's database thread: there a
@@ -149,6 +150,7 @@ class SyncStore(StateTables):
             changed = 0
             if self._key_version() != version:  # another process may have done it meanwhile
                 changed = self._rewrite_keys()
+                self.rekey_jobs()  # a job's task key is made by the same matcher
                 self._connection.execute("DELETE FROM term_counts")
                 self._connection.execute(COUNT_TERMS)
                 self._connection.execute(
