@@ -30,6 +30,10 @@ def main(job_dir: Path) -> int:
         write_atomically(job_dir / "pid", str(supervisor))
         return 0
     os.setsid()
+    # Let go of the starter's pipes: its caller reads them to their end, which must come now.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for stream in (0, 1, 2):
+        os.dup2(devnull, stream)
     supervise(job_dir)
     return 0
 
