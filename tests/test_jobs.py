@@ -365,7 +365,7 @@ async def test_a_launch_key_reused_for_other_inputs_is_refused_and_writes_nothin
         store, request(counter, launch_key="nightly"), runner, wait=True, policy=FAST
     )
     before = (await store.list_jobs("alice"), await store.job_ledger("alice"))
-    with pytest.raises(InputError, match="launch key 'nightly' already names job .* inputs"):
+    with pytest.raises(InputError, match=r"launch key .nightly. already names job .* inputs"):
         await ensure_dispatched(
             store, request(counter, launch_key="nightly", inputs={"paths": ["src/"]}), runner
         )
@@ -453,9 +453,14 @@ async def test_two_processes_racing_on_one_launch_key_launch_once(
     go = tmp_path / "go"
     workers = [
         _worker(
-            tmp_path, f"w{n}", db=str(db_path), root=str(tmp_path / "jobs"),
-            request=job.model_dump_json(), mode="plain", go=str(go),
-        )  # fmt: skip
+            tmp_path,
+            f"w{n}",
+            db=str(db_path),
+            root=str(tmp_path / "jobs"),
+            request=job.model_dump_json(),
+            mode="plain",
+            go=str(go),
+        )
         for n in range(2)
     ]
     await asyncio.sleep(0.5)  # both have started and are polling for the go file
