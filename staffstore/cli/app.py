@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from ..config import DB_ENV, DEFAULTS, default_db_path
 from ..errors import ImportFileError, InputError, StaffstoreError
 from ..gate import query_first
-from ..models import Decision, Ledger, Receipt, Turn, TurnResult
+from ..models import Decision, JobLedger, Ledger, Receipt, Turn, TurnResult
 from ..mouth import ensure_mouth
 from ..store import StaffStore
 from ..store.importer import validation_message
@@ -36,10 +36,11 @@ from ..upstream import API_KEY_ENV, OpenRouter
 
 T = TypeVar("T")
 
-#: Modules that add commands (claims, replay, charts, report, serve): each is imported when
-#: the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
+#: Modules that add commands (claims, jobs, replay, charts, report, serve): each is imported
+#: when the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
 EXTENSIONS: tuple[str, ...] = (
     "staffstore.cli.claims",
+    "staffstore.cli.jobs",
     "staffstore.cli.replay",
     "staffstore.cli.serve",
 )
@@ -440,10 +441,15 @@ def _ledger_json(ledger: Ledger) -> dict[str, Any]:
 
 @app.command("ledger")
 def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption = False) -> None:
-    """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost."""
-    totals = with_store(ctx, lambda store: store.ledger(owner))
+    """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost, and
+    jobs launched, reused (a job avoided), attached and lost."""
+
+    async def both(store: StaffStore) -> tuple[Ledger, JobLedger]:
+        return await store.ledger(owner), await store.job_ledger(owner)
+
+    totals, jobs = with_store(ctx, both)
     if as_json:
-        print_json(_ledger_json(totals))
+        print_json({**_ledger_json(totals), "jobs": jobs.model_dump(mode="json")})
         return
     lines = [
         ("turns", str(totals.turns), ""),
@@ -457,6 +463,11 @@ def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption
         ("cost (USD)", f"{totals.cost_usd:.6f}", ""),
         ("unknown usage", str(totals.unknown_usage_turns), "attempted calls without token counts"),
         ("unknown cost", str(totals.unknown_cost_turns), "attempted calls without a cost"),
+        ("jobs dispatched", str(jobs.dispatches), ""),
+        ("jobs launched", str(jobs.launched), ""),
+        ("jobs reused", str(jobs.reused), f"{jobs.jobs_avoided} jobs avoided"),
+        ("jobs attached", str(jobs.attached), ""),
+        ("jobs lost", str(jobs.lost), "no status within the deadline"),
     ]
     width = max(len(label) for label, _, _ in lines)
     number = max(len(value) for _, value, _ in lines)

@@ -15,9 +15,10 @@ from typing import Annotated, Any
 import typer
 
 from ..config import DEFAULTS
+from ..errors import NotFoundError
 from ..gate import points_elsewhere
 from ..gate.relative_time import relative_period
-from ..models import Claim, ClaimSource, ClaimStatus
+from ..models import Claim, ClaimSource, ClaimStatus, Job
 from ..store import StaffStore
 from ..store.importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
 from ..store.promote import promote_receipt
@@ -230,16 +231,32 @@ def claims_show(
     owner: OwnerOption,
     as_json: JsonOption = False,
 ) -> None:
-    """Show one claim in full."""
-    claim = with_store(ctx, lambda store: store.get_claim(owner, claim_id))
+    """Show one claim in full, and the job that produced it when a job did."""
+    claim, job = with_store(ctx, lambda store: _claim_and_job(store, owner, claim_id))
     if as_json:
-        print_json(_claim_json(claim))
+        print_json({**_claim_json(claim), "job": job.model_dump(mode="json") if job else None})
         return
     fields = claim.model_dump()
     width = max(len(name) for name in fields)
     for name, value in fields.items():
         shown = when(value) if isinstance(value, datetime) else known(value)
         typer.echo(f"{name.ljust(width)}  {shown}")
+    if job is not None:
+        typer.echo(
+            f"{'job'.ljust(width)}  {job.kind} by {job.agent}, {job.status}: {clip(job.task, 60)}"
+        )
+
+
+async def _claim_and_job(store: StaffStore, owner: str, claim_id: str) -> tuple[Claim, Job | None]:
+    """The claim, and its job's record when the claim names a job this store has."""
+    claim = await store.get_claim(owner, claim_id)
+    if claim.job_id is None or len(claim.job_id) < 6:
+        return claim, None
+    try:
+        job = await store.get_job(owner, claim.job_id)
+    except NotFoundError:  # a job-sourced claim imported from elsewhere
+        return claim, None
+    return claim, job if job.id == claim.job_id else None  # an id, not a prefix of one
 
 
 @claims_app.command("retract")

@@ -46,9 +46,9 @@ _ACTIVE = "status IN ('pending', 'running')"
 assert set(ACTIVE_JOB_STATUSES) == {"pending", "running"}  # _ACTIVE spells them out for SQL
 
 #: The fields that say which work a job is: one launch key must always name the same work.
+#: (The command is how the work is done, not what it is, as in jobs/identity.py.)
 WORK_FIELDS = (
     "kind", "agent", "task_key", "repository", "profile", "revision", "inputs_fingerprint",
-    "command",
 )  # fmt: skip
 
 #: An output to store with a finished job: (name, kind, content).
