@@ -13,7 +13,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import InputError, NotFoundError
 from ..identity import bytes_hash
@@ -30,9 +30,6 @@ from ..models import (
 )
 from ..text.matching import normalize
 from .rows import datetime_at, datetime_of, epoch_of, now_epoch
-
-if TYPE_CHECKING:
-    from .sync_store import SyncStore
 
 T = TypeVar("T")
 
@@ -402,8 +399,8 @@ class SyncJobs:
 class AsyncJobs:
     """The job calls of StaffStore (mixed into it): each is one trip to the database thread."""
 
-    async def run_sync(self, work: Callable[[SyncStore], T]) -> T:
-        raise NotImplementedError  # StaffStore's
+    async def run_sync(self, work: Callable[[SyncJobs], T]) -> T:
+        raise NotImplementedError  # StaffStore's, which hands `work` a SyncStore
 
     async def get_job(self, owner: str, job_id: str) -> Job:
         """The owner's job (a unique id prefix of 6 or more characters will do), in full."""
