@@ -73,6 +73,10 @@ class _Step:
     chunk_delay: float = 0.0
     usage: bool | None = None
     break_after: int | None = None
+    #: How a 200 answer misbehaves: "cut" ends a stream after `break_after` content chunks
+    #: with no finish reason and no `[DONE]`; "empty" sends no event at all; "not_sse"
+    #: answers a stream request with a JSON body.
+    shape: Literal["cut", "empty", "not_sse"] | None = None
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,19 @@ class FakeOpenRouter:
         """
         self._queue(_Step(message=message, code=code, break_after=after_chunks))
 
+    def cut_stream(self, *, after_chunks: int = 1) -> None:
+        """Queue a stream that stops after `after_chunks` content chunks, as a dropped
+        connection would: no finish reason, no error event, no `[DONE]`."""
+        self._queue(_Step(shape="cut", break_after=after_chunks))
+
+    def empty_stream(self) -> None:
+        """Queue a 200 event stream that ends before its first event."""
+        self._queue(_Step(shape="empty"))
+
+    def answer_not_sse(self, text: str | None = None) -> None:
+        """Queue a 200 answer to a stream request that is a JSON completion, not events."""
+        self._queue(_Step(text=text, shape="not_sse"))
+
     # What was received.
 
     @property
@@ -252,7 +269,7 @@ class FakeOpenRouter:
             "created": CREATED,
         }
         usage = self._usage(messages, text) if _pick(step.usage, self.usage) else None
-        if payload.get("stream"):
+        if payload.get("stream") and step.shape != "not_sse":
             return self._stream(base, text, usage, step)
         return self._completion(base, text, usage, step)
 
@@ -274,7 +291,7 @@ class FakeOpenRouter:
     ) -> _Reply:
         body: dict[str, Any] = {**base, "object": "chat.completion"}
         finish = "stop"
-        if step.break_after is not None:
+        if step.break_after is not None and step.shape is None:
             body["error"] = {"message": step.message, "code": step.code}
             text, finish = "", "error"
         body["choices"] = [
@@ -302,6 +319,8 @@ class FakeOpenRouter:
             return {"index": 0, "delta": delta, "finish_reason": finish}
 
         pieces: list[tuple[float, bytes]] = []
+        if step.shape == "empty":
+            return _Reply(200, _sse_headers(base["id"]), step.delay, ())
         if self.comments:
             pieces.append((0.0, PROCESSING_COMMENT))
         pieces.append((0.0, event([choice({"role": "assistant", "content": ""})])))
@@ -310,6 +329,8 @@ class FakeOpenRouter:
             words = words[: step.break_after]
         for word in words:
             pieces.append((step.chunk_delay, event([choice({"content": word})])))
+        if step.shape == "cut":
+            return _Reply(200, _sse_headers(base["id"]), step.delay, tuple(pieces))
         if step.break_after is not None:
             error = {"message": step.message, "code": step.code}
             pieces.append((0.0, event([choice({"content": ""}, "error")], error=error)))

@@ -12,8 +12,10 @@ import openai
 import pytest
 from test_proxy_support import (
     ADMIN_KEY,
+    ADMIN_KEYS,
     ALICE_KEY,
     BOB_KEY,
+    METRICS_KEY,
     Server,
     ask,
     check_completion,
@@ -42,7 +44,7 @@ def fake(server: Server) -> FakeOpenRouter:
 def _claim(server: Server, owner: str, question: str, answer: str) -> str:
     response = server.post(
         {"owner": owner, "question": question, "answer": answer},
-        key=ADMIN_KEY,
+        key=ADMIN_KEYS[owner],
         path="/staffstore/claims",
     )
     assert response.status_code == 201, response.text
@@ -293,7 +295,7 @@ def test_promoting_a_paid_answer_makes_paraphrases_hit(
     paid = server.post(ask("what does the gate check first"))
     promoted = server.post(
         {"receipt_id": paid.headers["x-staffstore-receipt"], "owner": "alice"},
-        key=ADMIN_KEY,
+        key=ADMIN_KEYS["alice"],
         path="/staffstore/claims",
     )
     assert promoted.status_code == 201
@@ -516,7 +518,7 @@ def test_ledger_shows_the_callers_totals(server: Server, fake: FakeOpenRouter) -
 def test_metrics_are_prometheus_text(server: Server, fake: FakeOpenRouter) -> None:
     server.post(ask("a question for the metrics"))
     server.post(ask("a question for the metrics"))
-    response = server.get("/metrics", key=None)
+    response = server.get("/metrics", key=METRICS_KEY)
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     samples: dict[str, float] = {}
     for line in response.text.splitlines():

@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 from test_proxy_support import (
-    ADMIN_KEY,
+    ALICE_ADMIN_KEY,
     Server,
     ask,
     check_chunks,
@@ -36,7 +36,7 @@ def fake(server: Server) -> FakeOpenRouter:
 def _claim(server: Server, question: str, answer: str) -> None:
     response = server.post(
         {"owner": "alice", "question": question, "answer": answer},
-        key=ADMIN_KEY,
+        key=ALICE_ADMIN_KEY,
         path="/staffstore/claims",
     )
     assert response.status_code == 201

@@ -26,7 +26,12 @@ from staffstore.testing import FakeOpenRouter
 UPSTREAM_KEY = "sk-or-v1-upstream-secret-7777"
 ALICE_KEY = "sk-staffstore-alice-1111"
 BOB_KEY = "sk-staffstore-bob-2222"
-ADMIN_KEY = "sk-staffstore-admin-3333"
+ADMIN_KEY = "sk-staffstore-admin-3333"  # the admin key of the owner "root"
+ALICE_ADMIN_KEY = "sk-staffstore-alice-admin-4444"
+BOB_ADMIN_KEY = "sk-staffstore-bob-admin-5555"
+#: An owner's admin key acts for that owner only.
+ADMIN_KEYS = {"alice": ALICE_ADMIN_KEY, "bob": BOB_ADMIN_KEY, "root": ADMIN_KEY}
+METRICS_KEY = "sk-staffstore-metrics-6666"
 
 
 class _Watched(httpx.AsyncByteStream):
@@ -170,7 +175,10 @@ def proxy_config(db: Path, **overrides: Any) -> ServeConfig:
             hash_key(ALICE_KEY): OwnerKey("alice"),
             hash_key(BOB_KEY): OwnerKey("bob"),
             hash_key(ADMIN_KEY): OwnerKey("root", admin=True),
+            hash_key(ALICE_ADMIN_KEY): OwnerKey("alice", admin=True),
+            hash_key(BOB_ADMIN_KEY): OwnerKey("bob", admin=True),
         },
+        "metrics_key_sha256": hash_key(METRICS_KEY),
         "upstream_retries": 0,
         "timeout": 1.0,
         "max_body_bytes": 64 * 1024,

@@ -90,6 +90,10 @@ class ServeConfig:
     models_ttl: float = 60.0
     log_level: str = "info"
     access_log: bool = False
+    #: The SHA-256 of the key GET /metrics needs; None turns /metrics off.
+    metrics_key_sha256: str | None = field(default=None, repr=False)
+    #: Seconds a client has to send its whole request body (408 after).
+    body_timeout: float = 30.0
 
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
