@@ -5,12 +5,14 @@
      │    ├── ImportFileError    a claims file has bad lines (carries the line numbers)
      │    └── MissingScopeKeyError  agent state has no (or too short a) scope key configured
      ├── StoreError              the database cannot be opened or used
-     │    └── CorruptStoreError  the file is not a SQLite database, or is damaged
+     │    ├── CorruptStoreError  the file is not a SQLite database, or is damaged
+     │    └── StoreBusyError     another process holds the write lock (try again later)
      ├── NotFoundError           no such claim, receipt or session for this owner
      └── UpstreamError           the model endpoint failed or could not be reached
           ├── MissingApiKeyError     no key configured: nothing was sent (not an attempt)
           ├── UpstreamTimeoutError   the call was sent and timed out (an attempt)
-          ├── UpstreamUnreachableError  the endpoint could not be reached (an attempt)
+          ├── UpstreamUnreachableError  the connection failed once the call was sent (an attempt)
+          │    └── UpstreamConnectError  no connection was made, nothing was sent (not an attempt)
           └── UpstreamStatusError    the endpoint answered with an error (an attempt)
 
 A miss is not an error: the gate returns it as a value with a reason code.
@@ -47,6 +49,10 @@ class CorruptStoreError(StoreError):
     """The database file is not SQLite, or is damaged."""
 
 
+class StoreBusyError(StoreError):
+    """Another connection held the database's write lock longer than the lock timeout."""
+
+
 class NotFoundError(StaffstoreError):
     """No such claim, receipt or session for this owner."""
 
@@ -77,6 +83,13 @@ class UpstreamUnreachableError(UpstreamError):
     """The upstream endpoint could not be connected to."""
 
     status = "unreachable"
+
+
+class UpstreamConnectError(UpstreamUnreachableError):
+    """No connection to the upstream could be made (refused, DNS, connect timeout): nothing
+    left this machine, so nothing can have been billed."""
+
+    attempted = False
 
 
 class UpstreamStatusError(UpstreamError):

@@ -25,6 +25,7 @@ import httpx
 from staffstore.errors import (
     InputError,
     MissingApiKeyError,
+    UpstreamConnectError,
     UpstreamStatusError,
     UpstreamTimeoutError,
     UpstreamUnreachableError,
@@ -97,6 +98,9 @@ class OpenRouter:
         # Read once, at construction, so a call never changes keys halfway through a session.
         self._api_key = (api_key if api_key is not None else os.environ.get(API_KEY_ENV)) or None
         self.base_url = base_url.rstrip("/")
+        # A password in the URL is a secret like the key: messages show the URL without it.
+        self.shown_url = shown_url(self.base_url)
+        self._secrets = [s for s in (self._api_key, url_password(self.base_url)) if s]
         self.model = model
         self.referer = referer
         self.title = title
@@ -108,7 +112,7 @@ class OpenRouter:
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "missing"
-        return f"OpenRouter(base_url={self.base_url!r}, model={self.model!r}, api_key={key})"
+        return f"OpenRouter(base_url={self.shown_url!r}, model={self.model!r}, api_key={key})"
 
     async def __aenter__(self) -> Self:
         return self
@@ -182,7 +186,7 @@ class OpenRouter:
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 # Nothing reached the endpoint, so trying again cannot double-bill.
                 if attempt >= self.max_retries:
-                    raise self._transport_error(exc, method, url) from None
+                    raise self._connect_error(exc, method, url) from None
             except httpx.TransportError as exc:
                 raise self._transport_error(exc, method, url) from None
             else:
@@ -207,7 +211,7 @@ class OpenRouter:
             headers["Authorization"] = f"Bearer {self._api_key}"
         elif require_key:
             raise MissingApiKeyError(
-                f"no API key for {self.base_url}: set {API_KEY_ENV} or pass api_key=; "
+                f"no API key for {self.shown_url}: set {API_KEY_ENV} or pass api_key=; "
                 "nothing was sent"
             )
         if self.referer:
@@ -217,7 +221,22 @@ class OpenRouter:
         return headers
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, _REDACTED) if self._api_key else text
+        text = text.replace(self.base_url, self.shown_url)
+        for secret in self._secrets:
+            text = text.replace(secret, _REDACTED)
+        return text
+
+    def _detail(self, exc: httpx.TransportError) -> str:
+        return self._redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+    def _connect_error(
+        self, exc: httpx.ConnectError | httpx.ConnectTimeout, method: str, url: str
+    ) -> UpstreamConnectError:
+        # Raised `from None` by callers: the httpx exception holds the request, and so the key.
+        return UpstreamConnectError(
+            self._redact(f"{method} {url} could not be connected to, nothing was sent")
+            + f" ({self._detail(exc)})"
+        )
 
     @contextmanager
     def _translating(self, method: str, url: str) -> Iterator[None]:
@@ -231,12 +250,11 @@ class OpenRouter:
         self, exc: httpx.TransportError, method: str, url: str
     ) -> UpstreamTimeoutError | UpstreamUnreachableError:
         # Raised `from None` by callers: the httpx exception holds the request, and so the key.
-        detail = self._redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        detail = self._detail(exc)
+        where = self._redact(f"{method} {url}")
         if isinstance(exc, httpx.TimeoutException):
-            return UpstreamTimeoutError(
-                f"{method} {url} timed out after {self.timeout:g}s ({detail})"
-            )
-        return UpstreamUnreachableError(f"{method} {url} could not be reached ({detail})")
+            return UpstreamTimeoutError(f"{where} timed out after {self.timeout:g}s ({detail})")
+        return UpstreamUnreachableError(f"{where} could not be reached ({detail})")
 
     def _status_error(self, response: httpx.Response) -> UpstreamStatusError:
         try:
@@ -375,6 +393,13 @@ class ChatStream:
         response = await self._open()
         request = response.request
         try:
+            kind = response.headers.get("content-type", "").split(";")[0].strip()
+            if kind != "text/event-stream":
+                raise UpstreamStatusError(
+                    f"upstream answered a stream request with {kind or 'no content type'}, "
+                    "not an event stream",
+                    BAD_ANSWER_STATUS,
+                )
             with self._client._translating(request.method, str(request.url)):
                 async for data in _sse_data(response.aiter_lines()):
                     if data == "[DONE]":
@@ -382,6 +407,14 @@ class ChatStream:
                     event = self._parse(data)
                     self._absorb(event)
                     yield event
+            # A stream cut off (a dropped connection, a provider that gave up) ends like a
+            # finished one; only a finish reason says the answer is whole.
+            if self._finish_reason is None:
+                raise UpstreamStatusError(
+                    "upstream stream ended before the answer finished "
+                    "(no finish reason and no [DONE])",
+                    BAD_ANSWER_STATUS,
+                )
         finally:
             if opened_here:
                 await self.aclose()
@@ -431,6 +464,25 @@ async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             data.append(value.removeprefix(" "))
     if data:
         yield "\n".join(data)
+
+
+def url_password(url: str) -> str | None:
+    """The password in a URL's userinfo (`https://user:PASSWORD@host/`), if it has one."""
+    try:
+        return httpx.URL(url).password or None
+    except httpx.InvalidURL:
+        return None
+
+
+def shown_url(url: str) -> str:
+    """The URL as it may be shown in a message: without its userinfo (user and password)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "the upstream URL"
+    if not parsed.userinfo:
+        return url
+    return str(parsed.copy_with(username=None, password=None))
 
 
 def _retryable(status: int) -> bool:

@@ -28,7 +28,10 @@ def serve(
     ] = None,
     owner_key: Annotated[
         list[str] | None,
-        typer.Option(help="A client key and its owner, OWNER=KEY or OWNER=sha256:HEX; repeat."),
+        typer.Option(
+            help="A client key and its owner, OWNER=sha256:HEX (a plain OWNER=KEY shows in the "
+            "process list); repeat. Or owners in the --config file."
+        ),
     ] = None,
     admin_key: Annotated[
         list[str] | None, typer.Option(help="A key that may store claims, as --owner-key.")
@@ -56,6 +59,12 @@ def serve(
         int | None, typer.Option(help="Retries on upstream 429 and 5xx.")
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="uvicorn's log level.")] = None,
+    metrics_key: Annotated[
+        str | None,
+        typer.Option(
+            help="The key GET /metrics needs, as sha256:HEX (or set STAFFSTORE_METRICS_KEY)."
+        ),
+    ] = None,
 ) -> None:
     """Run the OpenAI-compatible proxy: point any client's base URL at it."""
     database = db_path(ctx) if ctx.find_root().meta.get("db_given") else None
@@ -76,6 +85,7 @@ def serve(
             timeout=timeout,
             upstream_retries=upstream_retries,
             log_level=log_level,
+            metrics_key=metrics_key,
         )
 
 

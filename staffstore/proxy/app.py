@@ -10,16 +10,18 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     GET  /v1/staffstore/ledger  the caller's totals
     POST /v1/staffstore/claims  (admin) promote a paid answer by receipt id, or store a claim
     GET  /healthz               liveness
-    GET  /metrics               Prometheus text format
+    GET  /metrics               Prometheus text format (needs the metrics key)
 
 Every write goes through one writer task (writer.py): the store's one SQLite connection
 is shared by every request, and a transaction must not take in another request's statements.
+Once the upstream has been paid, nothing stops its receipt: a store locked by another process
+delays it (the writer keeps it and retries), text the store cannot hold is made storable.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import hmac
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -35,7 +37,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import InputError, NotFoundError, UpstreamError
+from ..errors import (
+    InputError,
+    MissingApiKeyError,
+    NotFoundError,
+    StoreBusyError,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamUnreachableError,
+)
 from ..gate import query_first_sync
 from ..gate.relative_time import same_period
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
@@ -44,7 +55,7 @@ from ..store import StaffStore
 from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
 from ..store.promote import promote_receipt
 from ..store.sync_store import KeptAnswer, SyncStore, TurnRecord
-from ..upstream import OpenRouter
+from ..upstream import OpenRouter, shown_url, url_password
 from ..working_set import DEFAULT_SYSTEM, build_working_set
 from .config import ServeConfig, WorkingSetMode, hash_key
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
@@ -56,7 +67,9 @@ from .wire import (
     completion_body,
     completion_events,
     error_body,
+    json_bytes,
     read_chat_request,
+    read_json,
     sse_event,
     upstream_failure,
 )
@@ -165,7 +178,13 @@ class Proxy:
         # a database round trip on every request of a known conversation.
         self._sessions: dict[tuple[str, str], str] = {}
         self._models: tuple[float, dict[str, Any]] | None = None
-        self._secrets = [config.upstream_key] if config.upstream_key else []
+        self._secrets = [s for s in (config.upstream_key, url_password(config.upstream_url)) if s]
+        # Tenants are not told where the upstream is: its URL is the operator's business.
+        self._upstream_urls = sorted(
+            {config.upstream_url.rstrip("/"), shown_url(config.upstream_url.rstrip("/"))},
+            key=len,
+            reverse=True,
+        )
 
     @property
     def store(self) -> StaffStore:
@@ -182,9 +201,14 @@ class Proxy:
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Open the store and the upstream client; on the way out, finish every write first."""
-        self._store = await StaffStore.connect(self.config.db_path)
-        self._writer = Writer(self._store, on_commit=self._count)
+        self._store = await StaffStore.connect(
+            self.config.db_path, lock_timeout=self.config.lock_timeout
+        )
+        self._writer = Writer(
+            self._store, on_commit=self._count, max_backlog=self.config.max_backlog
+        )
         self._writer.start()
+        self.metrics.backlog = self._writer.backlog
         # One connection per request in flight: a slow model must not queue the next call.
         http = httpx.AsyncClient(
             transport=self._transport,
@@ -235,12 +259,16 @@ class Proxy:
             self._sessions.clear()
         self._sessions[(owner, name)] = session_id
 
-    async def _ensure_session(self, owner: str, name: str) -> str:
+    async def _ensure_session(self, owner: str, name: str) -> str | None:
         """The session's id now, creating the session if needed (the bounded working set
-        reads the session's tail before the turn is recorded)."""
+        reads the session's tail before the turn is recorded); None while the store is locked
+        by another process."""
         known = self._sessions.get((owner, name))
         if known is None:
-            known = await self.writer.run(lambda: self.store.ensure_session_id(owner, name))
+            try:
+                known = await self.writer.run(lambda: self.store.ensure_session_id(owner, name))
+            except StoreBusyError:
+                return None
             self._remember_session(owner, name, known)
         return known
 
@@ -261,18 +289,28 @@ class Proxy:
         return Caller(entry.owner, entry.admin)
 
     async def read_body(self, request: Request) -> bytes:
-        """The request body, or WireError 413 as soon as it passes `max_body_bytes`."""
+        """The request body, or WireError 413 as soon as it passes `max_body_bytes`, or 408
+        when it has not all arrived within `body_timeout` seconds."""
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(limit)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _too_large(limit)
-            chunks.append(chunk)
+        try:
+            # A body that never ends would hold its connection and its buffer forever.
+            async with asyncio.timeout(self.config.body_timeout):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise _too_large(limit)
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise WireError(
+                408,
+                f"the request body did not arrive within {self.config.body_timeout:g}s",
+                code="body_timeout",
+            ) from None
         return b"".join(chunks)
 
     # -- POST /v1/chat/completions -------------------------------------------------------------
@@ -280,6 +318,14 @@ class Proxy:
     async def chat_completions(self, request: Request) -> Response:
         turn = _Turn(self.authenticate(request))
         owner = turn.caller.owner
+        if self.writer.saturated:
+            # The store has been locked so long that the backlog of receipts is full: take
+            # no new call that would have no place for its receipt.
+            problem = "the store is busy (locked by another process); try again shortly"
+            return self.error_response(
+                WireError(503, problem, error_type="server_error", code="store_busy"),
+                {"retry-after": "5"},
+            )
         try:
             chat = read_chat_request(
                 await self.read_body(request),
@@ -303,7 +349,13 @@ class Proxy:
         decision, kept = await self._look_up(owner, chat)
         if decision.hit:
             return await self._serve_hit(turn, chat, decision, kept)
-        body, mode = await self._upstream_body(turn, chat)
+        if turn.session_id is None and chat.working_set == "bounded":
+            # The store is locked, so the session's tail cannot be read: send the messages
+            # as the client sent them rather than fail a request the client can still get.
+            mode: WorkingSetMode = "forward"
+            body = chat.body
+        else:
+            body, mode = await self._upstream_body(turn, chat)
         if chat.stream:
             return await self._relay_miss(turn, chat, decision, body, mode)
         return await self._forward_miss(turn, chat, decision, body, mode)
@@ -368,11 +420,13 @@ class Proxy:
             cost_usd=reply.cost_usd, inference_avoided=False, inference_attempted=True,
             answer=reply.text,
         )  # fmt: skip
-        single = len(payload.get("choices") or []) == 1
+        choices = payload.get("choices")
+        single = isinstance(choices, list) and len(choices) == 1
         kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
         await self._record(turn, receipt, turn.exchange(reply.text), kept)
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
-        return JSONResponse(payload, headers=headers)
+        # The payload is the provider's: rendered so that what it holds cannot fail it.
+        return Response(json_bytes(payload), media_type="application/json", headers=headers)
 
     async def _relay_miss(
         self,
@@ -414,7 +468,8 @@ class Proxy:
             if error is None:
                 return None
             status_code, error_type, code, _ = upstream_failure(error)
-            return sse_event(error_body(message, error_type, code=code or status_code))
+            shown = self.tenant_message(error)
+            return sse_event(error_body(shown, error_type, code=code or status_code))
 
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
         relayed = RelayedEvents(aiter(stream), lambda: stream.reply, stream.aclose)
@@ -482,23 +537,26 @@ class Proxy:
                 403, "storing claims needs an admin key", error_type="permission_error",
                 code="admin_required",
             )  # fmt: skip
-        try:
-            given: Any = json.loads(await self.read_body(request))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            problem = "the request body is not valid JSON"
-            raise WireError(400, problem, code="invalid_json") from None
+        given = read_json(await self.read_body(request))
         if not isinstance(given, dict):
             raise WireError(400, "the request body must be a JSON object", code="invalid_json")
+        named = given.get("owner", caller.owner)
+        if named != caller.owner:
+            # An admin key is its owner's: it never writes, promotes or reads another's data.
+            raise WireError(
+                400, "an admin key stores claims for its own owner only: leave out owner",
+                param="owner", code="another_owner",
+            )  # fmt: skip
+        owner = caller.owner
         try:
             if "receipt_id" in given:
                 body = _ClaimBody.model_validate(given)
                 fields = body.model_dump(exclude={"receipt_id", "owner"})
-                owner = body.owner or caller.owner
                 claim = await self.writer.run(
                     lambda: promote_receipt(self.store, owner, body.receipt_id, **fields)
                 )
             else:
-                new = NewClaim.model_validate({"owner": caller.owner, **given})
+                new = NewClaim.model_validate({**given, "owner": owner})
                 claim = await self.writer.run(lambda: self.store.ensure_claim(new))
         except ValidationError as error:
             problems = "; ".join(
@@ -509,6 +567,9 @@ class Proxy:
             raise WireError(404, str(error), error_type="not_found_error") from None
         except InputError as error:
             raise WireError(400, str(error)) from None
+        except StoreBusyError:
+            problem = "the store is busy (locked by another process); try again shortly"
+            raise WireError(503, problem, error_type="server_error", code="store_busy") from None
         return JSONResponse(
             {"object": "staffstore.claim", **claim.model_dump(mode="json")}, status_code=201
         )
@@ -517,6 +578,19 @@ class Proxy:
         return JSONResponse({"status": "ok", "upstream_key": bool(self.config.upstream_key)})
 
     async def metrics_text(self, request: Request) -> Response:
+        """Every owner's totals: only for the metrics key, never for a tenant's."""
+        digest = self.config.metrics_key_sha256
+        if digest is None:
+            raise WireError(
+                404, "metrics are off: configure a metrics key (metrics_key_sha256)",
+                error_type="not_found_error", code="metrics_off",
+            )  # fmt: skip
+        key = _bearer(request.headers.get("authorization"))
+        if key is None or not hmac.compare_digest(hash_key(key), digest):
+            raise WireError(
+                401, "GET /metrics needs the metrics key (Authorization: Bearer KEY)",
+                error_type="authentication_error", code="invalid_api_key",
+            )  # fmt: skip
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
     # -- errors --------------------------------------------------------------------------------
@@ -526,6 +600,22 @@ class Proxy:
         for secret in [*self._secrets, *more]:
             if secret:
                 text = text.replace(secret, _REDACTED)
+        return text
+
+    def tenant_message(self, error: UpstreamError) -> str:
+        """An upstream failure as a tenant may read it: what went wrong, not where the
+        upstream is (its URL, host and port are the operator's business) nor any secret."""
+        if isinstance(error, MissingApiKeyError):
+            return "the proxy has no upstream API key configured; nothing was sent"
+        if isinstance(error, UpstreamConnectError):
+            return "the upstream model endpoint could not be connected to; nothing was sent"
+        if isinstance(error, UpstreamTimeoutError):
+            return f"the upstream model endpoint did not answer within {self.config.timeout:g}s"
+        if isinstance(error, UpstreamUnreachableError):
+            return "the connection to the upstream model endpoint failed"
+        text = self._scrub(str(error))
+        for url in self._upstream_urls:
+            text = text.replace(url, "upstream")
         return text
 
     def error_response(
@@ -543,7 +633,7 @@ class Proxy:
         all_headers = dict(headers or {})
         if retry is not None:
             all_headers[H_SHOULD_RETRY] = retry
-        body = error_body(self._scrub(str(error)), error_type, code=code)
+        body = error_body(self.tenant_message(error), error_type, code=code)
         return JSONResponse(body, status_code=status, headers=all_headers)
 
     async def on_wire_error(self, request: Request, exc: Exception) -> Response:
@@ -608,7 +698,7 @@ def _keepable(
     if chat.controls.no_store or finish_reason != "stop" or not text or not single_choice:
         return None
     now = utcnow()
-    ttl = chat.controls.ttl
+    ttl = chat.controls.ttl  # bounded by read_cache_controls, so the date cannot overflow
     return KeptAnswer(
         owner=turn.caller.owner,
         namespace=chat.controls.namespace,

@@ -23,6 +23,11 @@ A config file (every setting optional; flags win over it):
     models_ttl = 60.0                         # seconds GET /v1/models is kept
     log_level = "info"
     access_log = false
+    # GET /metrics needs this key, else it is off (or metrics_key, or STAFFSTORE_METRICS_KEY)
+    metrics_key_sha256 = "f20242b8c9d7b41b4761b25fbd6e1bb8c620a45c9b67e87d399ba6e710d4565b"
+    body_timeout = 30.0                       # seconds to send a whole request body (408)
+    lock_timeout = 5.0                        # seconds a write waits for another's lock
+    max_backlog = 10000                       # turns kept in memory while the store is locked
 
     [[serve.owners]]
     owner = "alice"
@@ -72,7 +77,8 @@ class ServeConfig:
     db_path: Path
     host: str = "127.0.0.1"
     port: int = 8787
-    upstream_url: str = DEFAULT_BASE_URL
+    # Out of repr: a password in its userinfo is a secret.
+    upstream_url: str = field(default=DEFAULT_BASE_URL, repr=False)
     # Kept out of repr, so a logged or printed config never shows it.
     upstream_key: str | None = field(default=None, repr=False)
     keys: Mapping[str, OwnerKey] = field(default_factory=dict, repr=False)
@@ -94,6 +100,11 @@ class ServeConfig:
     metrics_key_sha256: str | None = field(default=None, repr=False)
     #: Seconds a client has to send its whole request body (408 after).
     body_timeout: float = 30.0
+    #: Seconds a write waits for another process's write lock before its turns go to the
+    #: writer's backlog (kept in memory and retried until they land).
+    lock_timeout: float = 5.0
+    #: The most turns that backlog holds; while it is full, new chat requests get 503.
+    max_backlog: int = 10_000
 
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
@@ -104,7 +115,11 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "trusted": bool, "default_owner": str, "working_set": str, "budget": int,
     "max_body_bytes": int, "timeout": (int, float), "upstream_retries": int,
     "models_ttl": (int, float), "log_level": str, "access_log": bool, "owners": list,
+    "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
+    "lock_timeout": (int, float), "max_backlog": int,
 }  # fmt: skip
+#: The environment variable a metrics key may come from (plain text; hashed when read).
+METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
 
 
 def hash_key(key: str) -> str:
@@ -192,6 +207,9 @@ def build_config(
     models_ttl: float | None = None,
     log_level: str | None = None,
     access_log: bool | None = None,
+    metrics_key: str | None = None,
+    body_timeout: float | None = None,
+    lock_timeout: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServeConfig:
     """Merge flags (any argument not None) over the config file over the defaults.
@@ -236,9 +254,27 @@ def build_config(
         models_ttl=float(pick(models_ttl, "models_ttl", DEFAULTS.models_ttl)),
         log_level=pick(log_level, "log_level", DEFAULTS.log_level),
         access_log=pick(access_log, "access_log", DEFAULTS.access_log),
+        metrics_key_sha256=_metrics_digest(metrics_key, table, env),
+        body_timeout=float(pick(body_timeout, "body_timeout", DEFAULTS.body_timeout)),
+        lock_timeout=float(pick(lock_timeout, "lock_timeout", DEFAULTS.lock_timeout)),
+        max_backlog=table.get("max_backlog", DEFAULTS.max_backlog),
     )
     _check(config)
     return config
+
+
+def _metrics_digest(
+    flag: str | None, table: Mapping[str, Any], env: Mapping[str, str]
+) -> str | None:
+    """The metrics key's digest: a flag (`sha256:HEX` or a key), the file, else the environment."""
+    if flag is not None:
+        return key_digest(flag)
+    if "metrics_key_sha256" in table:
+        return key_digest(_HASH_PREFIX + table["metrics_key_sha256"])
+    if "metrics_key" in table:
+        return key_digest(table["metrics_key"])
+    from_env = env.get(METRICS_KEY_ENV)
+    return key_digest(from_env) if from_env else None
 
 
 def _check(config: ServeConfig) -> None:
@@ -247,13 +283,24 @@ def _check(config: ServeConfig) -> None:
     for name in ("budget", "max_body_bytes"):
         if getattr(config, name) < 1:
             raise InputError(f"{name} must be at least 1")
-    for name in ("timeout", "models_ttl"):
+    for name in ("timeout", "models_ttl", "lock_timeout"):
         if getattr(config, name) < 0:
             raise InputError(f"{name} must not be negative")
+    for name in ("body_timeout", "max_backlog"):
+        if getattr(config, name) <= 0:
+            raise InputError(f"{name} must be more than 0")
     if config.upstream_retries < 0:
         raise InputError("upstream_retries must not be negative")
     if not config.default_owner.strip():
         raise InputError("default_owner must not be empty")
+    if config.trusted and config.keys:
+        # In trusted mode the owner comes from a header and any key passes: keys given as
+        # well would look like protection and authorise nothing.
+        raise InputError(
+            "--trusted takes the owner from X-Staffstore-Owner and ignores client keys: "
+            "give client keys (--owner-key, --admin-key, owners in the config file) "
+            "or --trusted, not both"
+        )
     if not config.trusted and not config.keys:
         raise InputError(
             "no client keys: give --owner-key OWNER=KEY (or owners in the config file), "

@@ -12,9 +12,12 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import Receipt
+
+if TYPE_CHECKING:
+    from .writer import BacklogCounts
 
 #: Upper bounds of the request latency histogram, in seconds: hits live in the first few,
 #: model calls in the last.
@@ -63,6 +66,8 @@ class Metrics:
         self._cost_usd = 0.0
         self._latency: dict[str, _Histogram] = {}
         self._requests: dict[tuple[str, int], int] = {}
+        #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
+        self.backlog: Callable[[], BacklogCounts] | None = None
 
     def count_receipt(self, receipt: Receipt) -> None:
         """Count one receipt: its outcome, whether a call was avoided or made, its known cost."""
@@ -117,7 +122,26 @@ class Metrics:
             )
             for outcome, histogram in sorted(self._latency.items()):
                 lines += _histogram_lines(outcome, histogram)
+        if self.backlog is not None:
+            lines += _backlog_lines(self.backlog())
         return "\n".join(lines) + "\n"
+
+
+def _backlog_lines(counts: BacklogCounts) -> list[str]:
+    lines = _family(
+        "staffstore_receipts_pending",
+        "gauge",
+        "Turns kept in memory because another process holds the store's write lock.",
+    )
+    lines.append(f"staffstore_receipts_pending {counts.pending}")
+    for name, value, help_text in (
+        ("deferred", counts.deferred, "Turns that waited in memory for the store's lock."),
+        ("landed_late", counts.landed, "Turns from that backlog written since."),
+        ("lost", counts.lost, "Turns the store refused even as a bare receipt."),
+    ):
+        lines += _family(f"staffstore_receipts_{name}_total", "counter", help_text)
+        lines.append(f"staffstore_receipts_{name}_total {value}")
+    return lines
 
 
 def _family(name: str, kind: str, help_text: str) -> list[str]:

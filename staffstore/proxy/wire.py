@@ -28,6 +28,11 @@ _TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "cache", "staffstore"
 _STRUCTURED_FIELDS = ("tools", "functions", "tool_choice", "response_format")
 DONE_EVENT = b"data: [DONE]\n\n"
 _CHUNK_WORDS = re.compile(r"(?:\S+\s*){1,8}|\s+")
+#: The deepest nesting of arrays and objects a request may have. OpenAI's own bodies (tool
+#: schemas included) stay far below it; a deeper one is an attack on the parser.
+MAX_DEPTH = 64
+#: The longest `ttl` or `s-maxage`, in seconds (100 years): beyond it a date overflows.
+MAX_SECONDS = 100 * 365 * 24 * 3600
 
 
 class WireError(Exception):
@@ -87,12 +92,7 @@ def read_chat_request(
     session_header: str | None = None,
 ) -> ChatRequest:
     """Read a request body, or raise WireError (400) saying which field is wrong."""
-    try:
-        body: Any = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise WireError(
-            400, f"the request body is not valid JSON: {error}", code="invalid_json"
-        ) from None
+    body = read_json(raw)
     if not isinstance(body, dict):
         raise WireError(400, "the request body must be a JSON object", code="invalid_json")
     messages = body.get("messages")
@@ -138,6 +138,86 @@ def read_chat_request(
         claims_refused=_claims_refused(body, messages),
         system=_first_system(messages),
     )
+
+
+class _NotJson(ValueError):
+    """A number JSON does not have (NaN, Infinity, or one too large for a float)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJson("a number in the request body is too large for a float")
+    return value
+
+
+def read_json(raw: bytes) -> Any:
+    """Parse a request body as strict JSON, or raise WireError (400).
+
+    Strict: UTF-8 only, no NaN or Infinity, no number too large for a float, nesting at most
+    MAX_DEPTH deep, and no lone surrogate (`"\\ud800"`) in any string, which no UTF-8 text
+    and so no database or upstream can hold.
+    """
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except UnicodeDecodeError:
+        raise WireError(400, "the request body is not UTF-8", code="invalid_json") from None
+    except json.JSONDecodeError as error:
+        # The position only: the message must not echo the body back.
+        problem = f"{error.msg} at line {error.lineno} column {error.colno}"
+        raise WireError(
+            400, f"the request body is not valid JSON: {problem}", code="invalid_json"
+        ) from None
+    except _NotJson as error:
+        problem = f"the request body is not valid JSON: {error}"
+        raise WireError(400, problem, code="invalid_json") from None
+    except RecursionError:
+        raise WireError(400, _too_deep(), code="invalid_json") from None
+    except ValueError:  # an integer longer than Python converts (4300 digits)
+        problem = "a number in the request body has too many digits"
+        raise WireError(400, problem, code="invalid_json") from None
+    _check_tree(value)
+    return value
+
+
+def _too_deep() -> str:
+    return f"the request body is nested more than {MAX_DEPTH} levels deep"
+
+
+def _check_tree(value: Any) -> None:
+    """Walk a parsed body without recursion: its depth, and every string and key."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _check_text(item)
+        elif isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                raise WireError(400, _too_deep(), code="invalid_json")
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    _check_text(key)
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+
+
+def _check_text(text: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WireError(
+            400,
+            "the request body holds a lone surrogate (\\ud800-\\udfff), which is not text",
+            code="invalid_text",
+        ) from None
 
 
 def read_cache_controls(value: Any) -> CacheControls:
@@ -225,10 +305,16 @@ def _object(value: Any, name: str) -> dict[str, Any]:
 def _seconds(value: Any, name: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise WireError(400, f"cache.{name} must be a number of seconds", param=f"cache.{name}")
+    param = f"cache.{name}"
+    # No float() before the range check: an integer of 400 digits overflows it.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WireError(400, f"{param} must be a number of seconds", param=param)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise WireError(400, f"{param} must be a number of seconds", param=param)
     if value < 0:
-        raise WireError(400, f"cache.{name} must not be negative", param=f"cache.{name}")
+        raise WireError(400, f"{param} must not be negative", param=param)
+    if value > MAX_SECONDS:
+        raise WireError(400, f"{param} must be at most {MAX_SECONDS} seconds", param=param)
     return float(value)
 
 
@@ -287,7 +373,16 @@ def completion_events(answer: str, model: str, *, include_usage: bool) -> bytes:
 
 def sse_event(obj: dict[str, Any]) -> bytes:
     """One server-sent event carrying `obj` as JSON."""
-    return b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n"
+    return b"data: " + json_bytes(obj) + b"\n\n"
+
+
+def json_bytes(obj: Any) -> bytes:
+    """`obj` as JSON in UTF-8, whatever an upstream put in it: a lone surrogate or a NaN that
+    a provider sent is passed on escaped, as JSON allows, rather than failing the answer."""
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        return json.dumps(obj, ensure_ascii=True).encode("ascii")
 
 
 def error_body(
@@ -315,6 +410,7 @@ def upstream_failure(error: UpstreamError) -> tuple[int, str, str | int | None, 
     A retry is refused wherever the call was sent and may have been billed, or where the
     proxy's own client already retried what was safe; a missing key never heals by retrying.
     Only a connection that failed before anything was sent (502) is left to the client.
+    The message is the caller's to choose: see Proxy.tenant_message.
     """
     if isinstance(error, MissingApiKeyError):
         return 503, "server_error", "upstream_key_missing", "false"
@@ -323,4 +419,6 @@ def upstream_failure(error: UpstreamError) -> tuple[int, str, str | int | None, 
     if isinstance(error, UpstreamStatusError):
         error_type = error.error_type or STATUS_TYPES.get(error.status_code, "upstream_error")
         return error.status_code, error_type, error.code, "false"
-    return 502, "upstream_error", "upstream_unreachable", None
+    # A connection that failed before anything was sent may be retried; one that failed
+    # after the request left may have been billed.
+    return 502, "upstream_error", "upstream_unreachable", "false" if error.attempted else None

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from ..errors import CorruptStoreError, NotFoundError, StoreError
+from ..errors import CorruptStoreError, NotFoundError, StoreBusyError, StoreError
 from ..identity import bytes_hash
 from ..models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 from ..text.lexicon import STOPWORDS, tokens
@@ -45,6 +45,9 @@ from .state_tables import AsyncStateTables
 from .sync_store import SyncStore, TurnRecord
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: How long a write waits for another connection's write lock before it gives up, in seconds.
+DEFAULT_LOCK_TIMEOUT = 5.0
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 
 T = TypeVar("T")
 
@@ -63,25 +66,36 @@ def _check_is_sqlite(path: Path) -> None:
 class StaffStore(AsyncStateTables, AsyncJobs):
     """The durable store. Open it with `async with StaffStore.open(path) as store:`."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+    def __init__(
+        self, db: aiosqlite.Connection, path: Path, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    ) -> None:
         self._db = db
         self.path = path
+        self.lock_timeout = lock_timeout
 
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: str | Path) -> AsyncIterator[StaffStore]:
+    async def open(
+        cls, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    ) -> AsyncIterator[StaffStore]:
         """Open (creating and migrating as needed) the store at `path`, and close it after."""
-        store = await cls.connect(path)
+        store = await cls.connect(path, lock_timeout=lock_timeout)
         try:
             yield store
         finally:
             await store.close()
 
     @classmethod
-    async def connect(cls, path: str | Path) -> StaffStore:
-        """Open the store at `path`; the caller must `await store.close()`."""
+    async def connect(
+        cls, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    ) -> StaffStore:
+        """Open the store at `path`; the caller must `await store.close()`.
+
+        A write waits up to `lock_timeout` seconds for another connection's write lock, then
+        raises StoreBusyError.
+        """
         path = Path(path).expanduser()
         _check_is_sqlite(path)
         if not path.parent.exists():
@@ -90,7 +104,7 @@ class StaffStore(AsyncStateTables, AsyncJobs):
             db = await aiosqlite.connect(path, isolation_level=None)
         except sqlite3.Error as error:
             raise StoreError(f"cannot open {path}: {error}") from error
-        store = cls(db, path)
+        store = cls(db, path, lock_timeout)
         try:
             await store._prepare()
         except sqlite3.DatabaseError as error:
@@ -104,7 +118,7 @@ class StaffStore(AsyncStateTables, AsyncJobs):
         return store
 
     async def _prepare(self) -> None:
-        await self._db.execute("PRAGMA busy_timeout = 5000")
+        await self._db.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
         await self._db.execute("PRAGMA journal_mode = WAL")
         await self._db.execute("PRAGMA synchronous = NORMAL")
         await self._db.execute("PRAGMA foreign_keys = ON")
@@ -289,7 +303,10 @@ class StaffStore(AsyncStateTables, AsyncJobs):
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[None]:
-        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            await self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise busy_or(error, self.path) from error
         try:
             yield
         except BaseException:
@@ -478,11 +495,44 @@ class StaffStore(AsyncStateTables, AsyncJobs):
 
     async def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """ensure_session in one statement, for the proxy's hot path: create-or-get the id."""
-        return await self.run_sync(lambda sync: sync.ensure_session_id(owner, name, now=now))
+        try:
+            return await self.run_sync(lambda sync: sync.ensure_session_id(owner, name, now=now))
+        except sqlite3.OperationalError as error:
+            raise busy_or(error, self.path) from error
 
     async def record_turns(
-        self, records: Sequence[TurnRecord], *, now: datetime | None = None
+        self,
+        records: Sequence[TurnRecord],
+        *,
+        now: datetime | None = None,
+        lock_wait: float | None = None,
     ) -> list[str | None]:
         """Write many turns (receipts, session messages, kept answers) in one transaction,
-        committed before this returns; see SyncStore.record_turns."""
-        return await self.run_sync(lambda sync: sync.record_turns(records, now=now))
+        committed before this returns; see SyncStore.record_turns.
+
+        `lock_wait` replaces the store's lock timeout for this write (a retry that must not
+        hold up the reads queued behind it); StoreBusyError when the lock stays taken.
+        """
+        wait = self.lock_timeout if lock_wait is None else lock_wait
+
+        def work(sync: SyncStore) -> list[str | None]:
+            if wait == self.lock_timeout:
+                return sync.record_turns(records, now=now)
+            sync.set_lock_timeout(wait)
+            try:
+                return sync.record_turns(records, now=now)
+            finally:
+                sync.set_lock_timeout(self.lock_timeout)
+
+        try:
+            return await self.run_sync(work)
+        except sqlite3.OperationalError as error:
+            raise busy_or(error, self.path) from error
+
+
+def busy_or(error: sqlite3.OperationalError, path: Path) -> Exception:
+    """StoreBusyError for a write that met another connection's lock, else the error itself."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return StoreBusyError(f"{path} is locked by another writer ({error})")
+    return error

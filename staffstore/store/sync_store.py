@@ -47,6 +47,10 @@ class SyncStore(StateTables, SyncJobs):
         self._connection = connection
         self.path = path
 
+    def set_lock_timeout(self, seconds: float) -> None:
+        """How long this connection's writes wait for another connection's write lock."""
+        self._connection.execute(f"PRAGMA busy_timeout = {round(seconds * 1000)}")
+
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
             return self._connection.execute(sql, params).fetchall()
