@@ -497,5 +497,6 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p["text"] for p in content if isinstance(p, dict) and "text" in p)
+        texts = (p.get("text") for p in content if isinstance(p, dict))
+        return "".join(text for text in texts if isinstance(text, str))
     return ""

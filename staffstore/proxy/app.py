@@ -414,6 +414,9 @@ class Proxy:
             payload, reply = await self.upstream.complete(body)
         except UpstreamError as error:
             return await self._failed(turn, chat, decision, error, mode)
+        except BaseException as failure:
+            await self._broken(turn, chat, decision, failure)
+            raise
         receipt = turn.receipt(
             outcome="miss", reason=decision.reason, status="ok", model=reply.model or chat.model,
             prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
@@ -445,6 +448,9 @@ class Proxy:
             await stream.__aenter__()
         except UpstreamError as error:
             return await self._failed(turn, chat, decision, error, mode)
+        except BaseException as failure:
+            await self._broken(turn, chat, decision, failure)
+            raise
         n = body.get("n")
         single = not isinstance(n, int) or n <= 1
 
@@ -494,6 +500,20 @@ class Proxy:
         await self._record(turn, receipt)
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
         return self.upstream_error_response(error, headers)
+
+    async def _broken(
+        self, turn: _Turn, chat: ChatRequest, decision: Decision, failure: BaseException
+    ) -> None:
+        """Record a call that ended in neither an answer nor an upstream error: a client that
+        left (cancelled) or a bug. It may have been sent, so it counts as an attempt."""
+        cancelled = isinstance(failure, asyncio.CancelledError)
+        receipt = turn.receipt(
+            outcome="miss", reason=decision.reason, model=chat.model,
+            status="cancelled" if cancelled else "error",
+            inference_avoided=False, inference_attempted=True,
+            error=None if cancelled else f"the upstream call failed ({type(failure).__name__})",
+        )  # fmt: skip
+        await asyncio.shield(self._record(turn, receipt))
 
     def _turn_headers(
         self, turn: _Turn, outcome: str, reason: str, mode: WorkingSetMode | None = None
