@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 from test_serve_command import free_port
 
-from staffstore.serve_config import hash_key
+from staffstore.proxy.config import hash_key
 from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_proxy_support import Server, running_proxy
 
 from staffstore.models import utcnow
-from staffstore.proxy_wire import WireError, read_cache_controls, read_chat_request
+from staffstore.proxy.wire import WireError, read_cache_controls, read_chat_request
 
 # Every code point, lone surrogates included: JSON's \u escapes can carry them.
 _TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()))
