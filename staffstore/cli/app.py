@@ -43,6 +43,8 @@ EXTENSIONS: tuple[str, ...] = (
     "staffstore.cli.jobs",
     "staffstore.cli.replay",
     "staffstore.cli.serve",
+    "staffstore.cli.state",
+    "staffstore.cli.agent_state",
 )
 
 EXIT_FAILED = 1
@@ -340,6 +342,10 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     owner: OwnerOption,
     session: SessionOption = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="The agent whose working state the prompt carries."),
+    ] = None,
     model: Annotated[str, typer.Option("--model", help="The model to ask on a miss.")] = (
         DEFAULTS.model
     ),
@@ -367,7 +373,12 @@ def ask(
 
     async def work() -> TurnResult:
         turn = Turn(
-            owner=owner, text=question, session=session, repository=repository, revision=revision
+            owner=owner,
+            text=question,
+            session=session,
+            agent=agent,
+            repository=repository,
+            revision=revision,
         )
         async with (
             StaffStore.open(db_path(ctx)) as store,

@@ -85,13 +85,21 @@ class AgentState:
     """An owner's agent states: `AgentState(store, "acme", scope_key=KEY)`.
 
     `scope_key` (at least 16 bytes; see state.config.scope_key_from_env) keys the hashes that
-    stand for scope ids and subjects in the store; `clock` pins the time for tests.
+    stand for scope ids and subjects in the store. Declaring, listing and sweeping need none;
+    a call that names a scope or subject without one raises MissingScopeKeyError. `clock` pins
+    the time for tests.
     """
 
     def __init__(
-        self, store: StaffStore, owner: str, *, scope_key: bytes, clock: Clock = utcnow
+        self,
+        store: StaffStore,
+        owner: str,
+        *,
+        scope_key: bytes | None = None,
+        clock: Clock = utcnow,
     ) -> None:
-        check_scope_key(scope_key, "scope_key")
+        if scope_key is not None:
+            check_scope_key(scope_key, "scope_key")
         self.store = store
         self.owner = check_owner(owner)
         self._key = scope_key
@@ -100,8 +108,9 @@ class AgentState:
     # -- hashing --------------------------------------------------------------------------------
 
     def _hash(self, *parts: str) -> str:
+        key = check_scope_key(self._key, "scope_key")
         message = canonical_json(list(parts)).encode("utf-8")
-        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+        return hmac.new(key, message, hashlib.sha256).hexdigest()
 
     def scope_hash(self, scope: Scope) -> str:
         """The keyed hash a scope is stored under."""

@@ -44,13 +44,11 @@ def scope_key_from_env(
 ) -> bytes:
     """The HMAC key for agent-state scopes from the environment, or MissingScopeKeyError."""
     env = os.environ if environ is None else environ
-    key = env.get(variable, "").encode("utf-8")
-    check_scope_key(key, variable)
-    return key
+    return check_scope_key(env.get(variable, "").encode("utf-8"), variable)
 
 
-def check_scope_key(key: bytes, where: str = SCOPE_KEY_ENV) -> None:
-    """Refuse a missing or short scope key, naming where it should come from (never its text)."""
+def check_scope_key(key: bytes | None, where: str = SCOPE_KEY_ENV) -> bytes:
+    """The scope key, or MissingScopeKeyError naming where it should come from (never its text)."""
     if not key:
         raise MissingScopeKeyError(
             f"agent state needs a scope key: set {where} to a secret of at least "
@@ -60,3 +58,4 @@ def check_scope_key(key: bytes, where: str = SCOPE_KEY_ENV) -> None:
         raise MissingScopeKeyError(
             f"the scope key in {where} is shorter than {MIN_SCOPE_KEY_BYTES} bytes"
         )
+    return key
