@@ -111,6 +111,7 @@ def test_a_chart_whose_ledger_is_missing_is_skipped_with_a_note(
     assert [text.split(":")[0] for text in notes] == [
         "skipped hostile_mix.png",
         "skipped pairs_recall_vs_false_hits.png",
+        "skipped jobs_decisions.png",
     ]
 
 
@@ -212,11 +213,12 @@ def test_cli_replay_all_writes_a_pairs_ledger_for_each_pairs_file(tmp_path: Path
     args = ["replay", "all", "--quick", "--out", str(out), "--pairs-dir", str(tmp_path / "eval")]
     result = ok(invoke(*args))
     assert sorted(path.name for path in out.glob("*-ledger.json")) == [
-        "hostile-ledger.json", "pairs-tiny-ledger.json", "single-ledger.json",
-        "workday-ledger.json",
+        "hostile-ledger.json", "jobs-ledger.json", "pairs-tiny-ledger.json",
+        "single-ledger.json", "workday-ledger.json",
     ]  # fmt: skip
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
-        "NAME", "single", "workday,", "hostile", "FILE", "tiny.jsonl", "tiny.jsonl",
+        "NAME", "single", "workday,", "hostile", "NAME", "jobs", "FILE", "tiny.jsonl",
+        "tiny.jsonl",
     ]  # fmt: skip
 
 

@@ -18,10 +18,14 @@ from ..replays import REPLAYS, run_all, run_replay
 from ..replays.charts import draw_charts, existing_charts
 from ..replays.pairs import default_ledger_path, run_pairs
 from ..replays.report import (
+    JOB_REPLAYS,
+    JOBS_COLUMNS,
     PAIRS_COLUMNS,
     REPLAY_COLUMNS,
+    JobsLedger,
     PairsLedger,
     ReplayLedger,
+    jobs_row,
     pairs_row,
     read_ledgers,
     replay_row,
@@ -60,12 +64,15 @@ def note(text: str) -> None:
 
 
 def _print_replays(ledgers: list[dict[str, Any]]) -> None:
-    """One line a replay: its main summary, under the ledger's own field names."""
-    parsed = [ReplayLedger.model_validate(raw) for raw in ledgers]
+    """One line a replay: its main summary, under the ledger's own field names (the jobs
+    replay, which counts dispatches and not turns, in a table of its own)."""
+    parsed = [ReplayLedger.model_validate(raw) for raw in ledgers if raw["name"] not in JOB_REPLAYS]
     print_table(
         [field.upper() for _, field in REPLAY_COLUMNS],
         [replay_row(ledger, ledger.summary) for ledger in parsed],
     )
+    jobs = [JobsLedger.model_validate(raw) for raw in ledgers if raw["name"] in JOB_REPLAYS]
+    print_table([field.upper() for _, field in JOBS_COLUMNS], [jobs_row(ledger) for ledger in jobs])
 
 
 def _print_pairs(ledgers: list[dict[str, Any]]) -> None:

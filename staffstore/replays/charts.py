@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import StaffstoreError
-from .report import CategoryMix, PairsLedger, ReplayLedger, fraction, percent, read_ledgers
+from .report import (
+    CategoryMix,
+    JobsLedger,
+    PairsLedger,
+    ReplayLedger,
+    fraction,
+    percent,
+    read_ledgers,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -30,6 +38,7 @@ CHARTS: dict[str, str] = {
     "workday_windows.png": "Avoidance through the workday",
     "hostile_mix.png": "The hostile replay, category by category",
     "pairs_recall_vs_false_hits.png": "Pair evaluations: recall against the false-hit rate",
+    "jobs_decisions.png": "The jobs replay: what each kind of request did",
 }
 
 HIT, MISS, FALSE_HIT, STALE_HIT = "#2a9d54", "#9aa3ad", "#d62728", "#ff8c00"
@@ -67,6 +76,9 @@ def draw_charts(ledgers: Path, out: Path, *, note: Note = _ignore) -> list[Path]
         ("pairs_recall_vs_false_hits.png",
          partial(_pairs, found.pairs) if found.pairs else None,
          "pairs-*-ledger.json"),
+        ("jobs_decisions.png",
+         partial(_jobs, found.jobs["jobs"]) if "jobs" in found.jobs else None,
+         "jobs-ledger.json"),
     ]  # fmt: skip
     written: list[Path] = []
     for name, draw, needs in plan:
@@ -210,6 +222,49 @@ def _hostile_mix(ledger: ReplayLedger) -> Figure:
     )
     axes.legend(ncols=4, loc="upper left", fontsize=9)
     return figure
+
+
+#: The jobs chart's colour for each action a dispatch can take.
+ACTION_COLOURS = {"launched": MEASURED, "reused": HIT, "attached": "#7c3aed", "lost": FALSE_HIT}
+
+
+def _jobs(ledger: JobsLedger) -> Figure:
+    """Per category of request, stacked bars of what the dispatcher did, with the gold."""
+    names = list(ledger.categories)
+    figure, axes = _figure(9, 0.45 * len(names) + 2.2, grid="x")
+    mixes = [ledger.categories[name] for name in names]
+    lefts = [0] * len(names)
+    for action, colour in ACTION_COLOURS.items():
+        counts = [mix.actions.get(action, 0) for mix in mixes]
+        bars = axes.barh(range(len(names)), counts, left=lefts, color=colour, label=action)
+        axes.bar_label(
+            bars, labels=[str(c) if c else "" for c in counts], label_type="center",
+            fontsize=8, color="white",
+        )  # fmt: skip
+        lefts = [left + count for left, count in zip(lefts, counts, strict=True)]
+    axes.set_yticks(
+        range(len(names)),
+        [f"{name.replace('_', ' ')} (gold: {' or '.join(mix.gold)})"
+         for name, mix in zip(names, mixes, strict=True)],
+        fontsize=9,
+    )  # fmt: skip
+    axes.invert_yaxis()
+    axes.set_xlabel("requests")
+    s = ledger.summary
+    axes.set_title(
+        f"{CHARTS['jobs_decisions.png']}{_quick_jobs(ledger)}\n"
+        f"{s.requests} requests: {s.reused} jobs avoided, {s.duplicate_launches} duplicate "
+        f"launches, {s.wrong_reuses} wrong reuses,\n{s.implement_reuses} implement reuses, "
+        f"{s.lost_within_deadline} of {s.vanished} vanished workers lost within the deadline",
+        fontsize=10,
+    )
+    axes.set_xlim(0, max(lefts) * 1.25)  # room for the legend beside the shorter bars
+    axes.legend(loc="lower right", fontsize=9)
+    return figure
+
+
+def _quick_jobs(ledger: JobsLedger) -> str:
+    return " (quick run)" if ledger.quick else ""
 
 
 def _pairs(ledgers: list[PairsLedger]) -> Figure:

@@ -98,6 +98,39 @@ class PairsLedger(BaseModel):
     modes: dict[str, PairsMode]
 
 
+#: Replays whose ledgers count dispatched jobs, not turns (read as JobsLedger).
+JOB_REPLAYS = frozenset({"jobs"})
+
+
+class JobsSummary(BaseModel):
+    requests: int
+    launched: int
+    reused: int
+    attached: int
+    lost: int
+    correct: int
+    duplicate_launches: int
+    wrong_reuses: int
+    implement_reuses: int
+    vanished: int
+    lost_within_deadline: int
+
+
+class JobsCategory(BaseModel):
+    requests: int
+    gold: list[str]
+    actions: dict[str, int]
+    correct: int
+
+
+class JobsLedger(BaseModel):
+    name: str
+    seed: int
+    quick: bool
+    summary: JobsSummary
+    categories: dict[str, JobsCategory] = {}
+
+
 @dataclass(frozen=True)
 class Ledgers:
     """The ledgers found in one folder: replays by name, pair evaluations in file order."""
@@ -106,6 +139,8 @@ class Ledgers:
     replays: dict[str, ReplayLedger] = field(default_factory=dict)
     pairs: list[PairsLedger] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: The jobs replay's ledger, by name (see JOB_REPLAYS).
+    jobs: dict[str, JobsLedger] = field(default_factory=dict)
     #: The benchmark ledgers (bench-store.json, bench-proxy.json) as written, when present.
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -133,7 +168,9 @@ def read_ledgers(folder: Path) -> Ledgers:
     found = Ledgers(folder)
     for name in REPLAYS:
         path = folder / f"{name}-ledger.json"
-        if path.exists():
+        if path.exists() and name in JOB_REPLAYS:
+            found.jobs[name] = read_ledger(path, JobsLedger)
+        elif path.exists():
             found.replays[name] = read_ledger(path, ReplayLedger)
         else:
             found.missing.append(path.name)
@@ -146,7 +183,7 @@ def read_ledgers(folder: Path) -> Ledgers:
                 found.benchmarks[name] = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise InputError(f"cannot read {path}: {error}") from None
-    if not found.replays and not found.pairs:
+    if not found.replays and not found.pairs and not found.jobs:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
     return found
 
@@ -209,6 +246,40 @@ PAIRS_COLUMNS = (
     ("false hits (strict)", "false_hits_strict"),
     ("false-hit rate (strict)", "false_hit_rate_strict"),
 )  # fmt: skip
+
+
+#: The columns of a jobs replay row, likewise.
+JOBS_COLUMNS = (
+    ("replay", "name"), ("requests", "requests"), ("launched", "launched"),
+    ("reused (jobs avoided)", "reused"), ("attached", "attached"), ("lost", "lost"),
+    ("as gold", "correct"), ("duplicate launches", "duplicate_launches"),
+    ("wrong reuses", "wrong_reuses"), ("implement reuses", "implement_reuses"),
+    ("vanished workers lost in time", "lost_within_deadline"),
+)  # fmt: skip
+
+
+def jobs_row(ledger: JobsLedger) -> list[str]:
+    """The jobs summary's cells, in JOBS_COLUMNS order."""
+    s = ledger.summary
+    return [
+        ledger.name + (" (quick)" if ledger.quick else ""), str(s.requests), str(s.launched),
+        str(s.reused), str(s.attached), str(s.lost), f"{s.correct}/{s.requests}",
+        str(s.duplicate_launches), str(s.wrong_reuses), str(s.implement_reuses),
+        f"{s.lost_within_deadline}/{s.vanished}",
+    ]  # fmt: skip
+
+
+def _jobs_tables(ledger: JobsLedger) -> list[str]:
+    headings = [heading for heading, _ in JOBS_COLUMNS]
+    lines = _table(headings, "l" + "r" * (len(headings) - 1), [jobs_row(ledger)])
+    actions = ("launched", "reused", "attached", "lost")
+    rows = [
+        [name.replace("_", " "), " or ".join(mix.gold), str(mix.requests),
+         *(str(mix.actions.get(action, 0)) for action in actions), f"{mix.correct}/{mix.requests}"]
+        for name, mix in ledger.categories.items()
+    ]  # fmt: skip
+    headers = ["category", "gold", "requests", *actions, "as gold"]
+    return [*lines, "", *_table(headers, "llrrrrrr", rows)]
 
 
 def replay_row(ledger: ReplayLedger, summary: ReplaySummary) -> list[str]:
@@ -363,6 +434,13 @@ def results_markdown(
     hostile = ledgers.replays.get("hostile")
     if hostile is not None and hostile.categories:
         lines += ["", "### Hostile replay by category", "", *_hostile_table(hostile)]
+    for jobs in ledgers.jobs.values():
+        lines += [
+            "", "### Jobs replay", "", *_jobs_tables(jobs), "",
+            "Each request's gold label says whether it must reuse a finished job, attach to an "
+            "unfinished one, launch, or end lost (its worker was killed); a reuse is a job "
+            "avoided.",
+        ]  # fmt: skip
     if ledgers.pairs:
         lines += [
             "",

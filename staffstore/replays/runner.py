@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from . import hostile, single, workday
+from . import hostile, jobs, single, workday
 from .harness import ReplayOutput, write_json
 
 ReplayFn = Callable[[Path, int, bool], Awaitable[ReplayOutput]]
@@ -22,6 +22,7 @@ REPLAYS: dict[str, ReplayFn] = {
     "single": single.play,
     "workday": workday.play,
     "hostile": hostile.play,
+    "jobs": jobs.play,
 }
 
 
