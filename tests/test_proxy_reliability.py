@@ -9,8 +9,10 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -365,3 +367,63 @@ def test_a_body_that_never_finishes_is_a_408_with_a_receipt(tmp_path: Path) -> N
         )
         receipt = slow.receipt("alice", receipt_id)
         assert (receipt.status, receipt.inference_attempted) == ("rejected", False)
+
+
+# -- 8: per-owner storage quotas; a large prompt is stored once ------------------------------
+
+
+def _text_copies(db: Path, text: str) -> int:
+    """How many times `text` is stored whole, across every table that holds turn text."""
+    with closing(sqlite3.connect(db)) as reader:
+        count = "SELECT count(*) FROM {} WHERE {} = ?"
+        return sum(
+            reader.execute(count.format(table, column), (text,)).fetchone()[0]
+            for table, column in (
+                ("receipts", "question"), ("receipts", "answer"), ("messages", "content"),
+                ("kept_answers", "answer"), ("claims", "question"), ("claims", "answer"),
+            )
+        )  # fmt: skip
+
+
+def test_a_large_prompt_is_stored_once(tmp_path: Path) -> None:
+    prompt = "a long pasted log line\n" * 20_000  # 460 kB
+    with running_proxy(tmp_path / "p.db", max_body_bytes=2 * 1024 * 1024) as big:
+        big.upstream.reset().answer("short answer")
+        response = big.post(ask(prompt))
+        assert response.status_code == 200
+        assert big.receipt("alice", response.headers["x-staffstore-receipt"]).status == "ok"
+        assert _text_copies(big.db, prompt) == 1
+        repeat = big.post(ask(prompt))  # still served as an exact repeat
+        assert repeat.headers["x-staffstore-outcome"] == "hit"
+
+
+def test_an_owner_over_its_storage_quota_gets_a_clear_4xx_and_others_do_not(
+    tmp_path: Path,
+) -> None:
+    with running_proxy(tmp_path / "p.db", quota_bytes=10_000, quotas={"bob": 1_000_000}) as q:
+        fake = q.upstream.reset()
+        first = q.post(ask("x" * 1_500))
+        second = q.post(ask("y" * 1_500))
+        assert (first.status_code, second.status_code) == (200, 200)
+        over = q.post(ask("z" * 1_500))
+        error = _error(over, 429)
+        assert (error["type"], error["code"]) == ("insufficient_quota", "storage_quota_exceeded")
+        assert "10000" in error["message"]
+        assert over.headers["x-should-retry"] == "false"
+        receipt = q.receipt("alice", over.headers["x-staffstore-receipt"])
+        assert (receipt.status, receipt.question) == ("rejected", None)
+        assert receipt.reason == "storage_quota_exceeded"
+        assert len(fake.chat_requests) == 2  # the refused one was never paid for
+        no_store = q.post(ask("z" * 1_500, cache={"no-store": True}))
+        assert no_store.status_code == 200  # stores no text, so the quota does not apply
+        assert q.post(ask("w" * 1_500), key=BOB_KEY).status_code == 200
+
+
+def test_storage_quotas_come_from_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "staffstore.toml"
+    path.write_text(
+        "[serve]\nquota_bytes = 1000000\n[serve.quotas]\nbob = 5000\n"
+        '[[serve.owners]]\nowner = "bob"\nkey = "sk-bob"\n'
+    )
+    config = build_config(config_file=path, environ={})
+    assert (config.quota_bytes, dict(config.quotas)) == (1_000_000, {"bob": 5000})

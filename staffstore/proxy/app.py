@@ -90,6 +90,10 @@ H_SHOULD_RETRY = "x-should-retry"
 
 _REDACTED = "[redacted]"
 _SESSIONS_REMEMBERED = 100_000
+#: A turn's text longer than this is kept in its session's messages only, not in its receipt
+#: as well: a pasted 8 MiB log is stored once. (Such a receipt cannot be promoted to a claim,
+#: which is a question, not a document.)
+RECEIPT_TEXT_LIMIT = 64 * 1024
 _CHAT_ROUTE = "/v1/chat/completions"
 _ROUTES = (
     _CHAT_ROUTE, "/v1/models", "/v1/staffstore/ledger", "/v1/staffstore/claims",
@@ -130,10 +134,15 @@ class _Turn:
             started_at=self.started,
             finished_at=self.started + timedelta(milliseconds=elapsed_ms),
             session_id=self.session_id,
-            question=self.chat.turn if self.chat is not None and self.keeps_text else None,
+            question=self._question(),
             answer=answer if self.keeps_text else None,
             **fields,
         )
+
+    def _question(self) -> str | None:
+        if self.chat is None or self.chat.turn is None or not self.keeps_text:
+            return None
+        return self.chat.turn if len(self.chat.turn) <= RECEIPT_TEXT_LIMIT else None
 
     def exchange(self, answer: str) -> list[tuple[Role, str]]:
         """The messages this turn adds to its session (none when the client said no-store)."""
@@ -178,6 +187,8 @@ class Proxy:
         # a database round trip on every request of a known conversation.
         self._sessions: dict[tuple[str, str], str] = {}
         self._models: tuple[float, dict[str, Any]] | None = None
+        # Bytes of text stored per owner, read once per owner and counted on as turns land.
+        self._stored: dict[str, int] = {}
         self._secrets = [s for s in (config.upstream_key, url_password(config.upstream_url)) if s]
         # Tenants are not told where the upstream is: its URL is the operator's business.
         self._upstream_urls = sorted(
@@ -253,6 +264,25 @@ class Proxy:
 
     def _count(self, record: TurnRecord) -> None:
         self.metrics.count_receipt(record.receipt)
+        owner = record.receipt.owner
+        if owner in self._stored:
+            self._stored[owner] += _text_bytes(record)
+
+    async def _check_quota(self, owner: str, chat: ChatRequest) -> None:
+        """WireError 429 when this turn would take its owner past its storage quota."""
+        quota = self.config.quota_of(owner)
+        if quota is None or chat.controls.no_store:
+            return  # a no-store turn keeps no text: it costs its owner no space
+        if owner not in self._stored:
+            self._stored[owner] = await self.store.owner_text_bytes(owner)
+        if self._stored[owner] + _utf8_size(chat.turn) > quota:
+            raise WireError(
+                429,
+                f"the storage quota of {quota} bytes for this owner is used up; ask the "
+                'operator for more, or send "cache": {"no-store": true}',
+                error_type="insufficient_quota",
+                code="storage_quota_exceeded",
+            )
 
     def _remember_session(self, owner: str, name: str, session_id: str) -> None:
         if len(self._sessions) >= _SESSIONS_REMEMBERED:
@@ -333,13 +363,17 @@ class Proxy:
                 working_set_header=request.headers.get(H_WORKING_SET),
                 session_header=request.headers.get(H_SESSION),
             )
+            await self._check_quota(owner, chat)
         except WireError as problem:
             receipt = turn.receipt(
                 outcome="miss", reason=problem.code or "invalid_request", status="rejected",
                 inference_avoided=False, inference_attempted=False, error=problem.message,
             )  # fmt: skip
             await self._record(turn, receipt)
-            return self.error_response(problem, {H_OUTCOME: "miss", H_RECEIPT: receipt.id})
+            headers = {H_OUTCOME: "miss", H_RECEIPT: receipt.id}
+            if problem.status == 429:
+                headers[H_SHOULD_RETRY] = "false"  # a quota does not free itself in a second
+            return self.error_response(problem, headers)
         turn.chat = chat
         # A session seen before is known; a new one is created when the turn is recorded,
         # in the same transaction, unless the bounded working set needs its tail first.
@@ -704,6 +738,18 @@ def _answer_from_store(
     if chat.claims_refused is not None or chat.turn is None:
         return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None
     return query_first_sync(store, Turn(owner=owner, text=chat.turn)), None
+
+
+def _utf8_size(text: str | None) -> int:
+    return len(text.encode("utf-8", "replace")) if text else 0
+
+
+def _text_bytes(record: TurnRecord) -> int:
+    """The bytes of text a turn record adds to its owner's store."""
+    receipt = record.receipt
+    size = sum(_utf8_size(t) for t in (receipt.question, receipt.answer, receipt.error))
+    size += sum(_utf8_size(content) for _, content in record.messages)
+    return size + (_utf8_size(record.kept.answer) if record.kept is not None else 0)
 
 
 def _keepable(

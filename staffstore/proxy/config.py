@@ -28,6 +28,10 @@ A config file (every setting optional; flags win over it):
     body_timeout = 30.0                       # seconds to send a whole request body (408)
     lock_timeout = 5.0                        # seconds a write waits for another's lock
     max_backlog = 10000                       # turns kept in memory while the store is locked
+    quota_bytes = 1073741824                  # text stored per owner (429 beyond); none: no limit
+
+    [serve.quotas]                            # owner by owner, over quota_bytes
+    alice = 2147483648
 
     [[serve.owners]]
     owner = "alice"
@@ -105,6 +109,14 @@ class ServeConfig:
     lock_timeout: float = 5.0
     #: The most turns that backlog holds; while it is full, new chat requests get 503.
     max_backlog: int = 10_000
+    #: The most bytes of text (questions, answers, session messages, kept answers, claims)
+    #: the store may hold for one owner; None: no limit. `quotas` sets it owner by owner.
+    quota_bytes: int | None = None
+    quotas: Mapping[str, int] = field(default_factory=dict)
+
+    def quota_of(self, owner: str) -> int | None:
+        """The storage quota of `owner` in bytes, or None when it has none."""
+        return self.quotas.get(owner, self.quota_bytes)
 
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
@@ -116,7 +128,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "max_body_bytes": int, "timeout": (int, float), "upstream_retries": int,
     "models_ttl": (int, float), "log_level": str, "access_log": bool, "owners": list,
     "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
-    "lock_timeout": (int, float), "max_backlog": int,
+    "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
 }  # fmt: skip
 #: The environment variable a metrics key may come from (plain text; hashed when read).
 METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
@@ -258,9 +270,18 @@ def build_config(
         body_timeout=float(pick(body_timeout, "body_timeout", DEFAULTS.body_timeout)),
         lock_timeout=float(pick(lock_timeout, "lock_timeout", DEFAULTS.lock_timeout)),
         max_backlog=table.get("max_backlog", DEFAULTS.max_backlog),
+        quota_bytes=table.get("quota_bytes", DEFAULTS.quota_bytes),
+        quotas=_file_quotas(table.get("quotas", {}), config_file),
     )
     _check(config)
     return config
+
+
+def _file_quotas(quotas: dict[str, Any], path: Path | None) -> dict[str, int]:
+    for owner, quota in quotas.items():
+        if not isinstance(quota, int) or isinstance(quota, bool) or quota < 1:
+            raise InputError(f"{path}: quotas.{owner} must be a number of bytes (1 or more)")
+    return dict(quotas)
 
 
 def _metrics_digest(
@@ -289,6 +310,8 @@ def _check(config: ServeConfig) -> None:
     for name in ("body_timeout", "max_backlog"):
         if getattr(config, name) <= 0:
             raise InputError(f"{name} must be more than 0")
+    if config.quota_bytes is not None and config.quota_bytes < 1:
+        raise InputError("quota_bytes must be at least 1")
     if config.upstream_retries < 0:
         raise InputError("upstream_retries must not be negative")
     if not config.default_owner.strip():

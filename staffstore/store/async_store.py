@@ -493,6 +493,10 @@ class StaffStore(AsyncStateTables, AsyncJobs):
 
     # -- the HTTP proxy's turns (see SyncStore for their kept answers) ------------------------
 
+    async def owner_text_bytes(self, owner: str) -> int:
+        """The bytes of text the store holds for `owner` (see SyncStore.owner_text_bytes)."""
+        return await self.run_sync(lambda sync: sync.owner_text_bytes(owner))
+
     async def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """ensure_session in one statement, for the proxy's hot path: create-or-get the id."""
         try:

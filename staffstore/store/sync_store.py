@@ -187,6 +187,23 @@ class SyncStore(StateTables, SyncJobs):
     # A kept answer is one the proxy paid for, addressed by a hash of the request, so the very
     # same request from the same owner is served again without a model call.
 
+    def owner_text_bytes(self, owner: str) -> int:
+        """The bytes of text (UTF-8) the store holds for `owner`: receipts' questions, answers
+        and errors, session messages, kept answers and claims. A full read of the owner's
+        rows: call it once and count on from there."""
+        size = "coalesce(sum(length(CAST({} AS BLOB))), 0)"
+        row = self.fetchall(
+            f"SELECT (SELECT {size.format('question')} + {size.format('answer')} "
+            f"  + {size.format('error')} FROM receipts WHERE owner = ?)"
+            f" + (SELECT {size.format('m.content')} FROM messages m "
+            "    JOIN sessions s ON s.id = m.session_id WHERE s.owner = ?)"
+            f" + (SELECT {size.format('answer')} FROM kept_answers WHERE owner = ?)"
+            f" + (SELECT {size.format('question')} + {size.format('answer')} "
+            "    FROM claims WHERE owner = ?)",
+            (owner, owner, owner, owner),
+        )
+        return int(row[0][0])
+
     def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """Create-or-get the id of the owner's session called `name`, in one statement."""
         # An upsert that changes nothing, so that RETURNING yields the row on a conflict too.
