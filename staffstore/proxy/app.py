@@ -9,6 +9,7 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     GET  /v1/models             the upstream's model list, kept for `models_ttl` seconds
     GET  /v1/staffstore/ledger  the caller's totals
     POST /v1/staffstore/claims  (admin) promote a paid answer by receipt id, or store a claim
+    POST /v1/staffstore/jobs/dispatch, GET /v1/staffstore/jobs/{id}  jobs (see jobs.py)
     GET  /healthz               liveness
     GET  /metrics               Prometheus text format (needs the metrics key)
 
@@ -58,6 +59,7 @@ from ..store.sync_store import KeptAnswer, SyncStore, TurnRecord
 from ..upstream import OpenRouter, shown_url, url_password
 from ..working_set import DEFAULT_SYSTEM, build_working_set
 from .config import ServeConfig, WorkingSetMode, hash_key
+from .jobs import JobEndpoints
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
 from .stream import RelayedEvents, RelayResponse, StreamResult
 from .wire import (
@@ -97,7 +99,7 @@ RECEIPT_TEXT_LIMIT = 64 * 1024
 _CHAT_ROUTE = "/v1/chat/completions"
 _ROUTES = (
     _CHAT_ROUTE, "/v1/models", "/v1/staffstore/ledger", "/v1/staffstore/claims",
-    "/healthz", "/metrics",
+    "/v1/staffstore/jobs/dispatch", "/healthz", "/metrics",
 )  # fmt: skip
 
 
@@ -575,12 +577,14 @@ class Proxy:
     async def ledger(self, request: Request) -> Response:
         owner = self.authenticate(request).owner
         totals = await self.store.ledger(owner)
+        jobs = await self.store.job_ledger(owner)
         return JSONResponse(
             {
                 "object": "staffstore.ledger",
                 "owner": owner,
                 **totals.model_dump(),
                 "avoidance": totals.avoidance,
+                "jobs": {**jobs.model_dump(), "jobs_avoided": jobs.jobs_avoided},
             }
         )
 
@@ -785,12 +789,15 @@ def create_app(
 ) -> Starlette:
     """The proxy as an ASGI application; `transport` replaces the network to the upstream."""
     proxy = Proxy(config, transport=transport, metrics=metrics)
+    jobs = JobEndpoints(config, lambda request: proxy.authenticate(request).owner, proxy.read_body)
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", proxy.chat_completions, methods=["POST"]),
             Route("/v1/models", proxy.list_models, methods=["GET"]),
             Route("/v1/staffstore/ledger", proxy.ledger, methods=["GET"]),
             Route("/v1/staffstore/claims", proxy.add_claim, methods=["POST"]),
+            Route("/v1/staffstore/jobs/dispatch", jobs.dispatch, methods=["POST"]),
+            Route("/v1/staffstore/jobs/{job_id}", jobs.show, methods=["GET"]),
             Route("/healthz", proxy.healthz, methods=["GET"]),
             Route("/metrics", proxy.metrics_text, methods=["GET"]),
         ],

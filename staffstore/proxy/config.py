@@ -33,6 +33,13 @@ A config file (every setting optional; flags win over it):
     [serve.quotas]                            # owner by owner, over quota_bytes
     alice = 2147483648
 
+    [serve.jobs]                              # POST /v1/staffstore/jobs/dispatch
+    dir = "jobs"                              # each job's folder; relative to this file
+    deadline = 30.0                           # seconds an attached job may give no status
+    poll_limit = 60                           # ... or this many polls, then it is lost
+    [serve.jobs.commands]                     # what a caller may run, by name; none: off
+    scan-flaky = ["/opt/tools/scan-flaky.sh", "--quick"]
+
     [[serve.owners]]
     owner = "alice"
     key_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -113,6 +120,14 @@ class ServeConfig:
     #: the store may hold for one owner; None: no limit. `quotas` sets it owner by owner.
     quota_bytes: int | None = None
     quotas: Mapping[str, int] = field(default_factory=dict)
+    #: Commands a caller may dispatch as jobs, by name (POST /v1/staffstore/jobs/dispatch);
+    #: none turns the endpoint off. A caller names a command and never writes one.
+    job_commands: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    #: Where the local runner makes each job's folder; None: `jobs` beside the database.
+    jobs_dir: Path | None = None
+    #: Seconds, and status polls, before an attached job with no status is marked lost.
+    job_deadline: float = 30.0
+    job_poll_limit: int = 60
 
     def quota_of(self, owner: str) -> int | None:
         """The storage quota of `owner` in bytes, or None when it has none."""
@@ -129,6 +144,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "models_ttl": (int, float), "log_level": str, "access_log": bool, "owners": list,
     "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
+    "jobs": dict,
 }  # fmt: skip
 #: The environment variable a metrics key may come from (plain text; hashed when read).
 METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
@@ -272,6 +288,7 @@ def build_config(
         max_backlog=table.get("max_backlog", DEFAULTS.max_backlog),
         quota_bytes=table.get("quota_bytes", DEFAULTS.quota_bytes),
         quotas=_file_quotas(table.get("quotas", {}), config_file),
+        **_jobs_settings(table.get("jobs", {}), config_file),
     )
     _check(config)
     return config
@@ -282,6 +299,38 @@ def _file_quotas(quotas: dict[str, Any], path: Path | None) -> dict[str, int]:
         if not isinstance(quota, int) or isinstance(quota, bool) or quota < 1:
             raise InputError(f"{path}: quotas.{owner} must be a number of bytes (1 or more)")
     return dict(quotas)
+
+
+def _jobs_settings(table: Mapping[str, Any], path: Path | None) -> dict[str, Any]:
+    """The [serve.jobs] table as ServeConfig fields, checked."""
+    where = f"{path}: [serve.jobs]"
+    unknown = sorted(set(table) - {"dir", "deadline", "poll_limit", "commands"})
+    if unknown:
+        raise InputError(f"{where} has unknown setting(s) {', '.join(unknown)}")
+    commands = table.get("commands", {})
+    if not isinstance(commands, dict) or not all(
+        isinstance(argv, list) and argv and all(isinstance(part, str) for part in argv)
+        for argv in commands.values()
+    ):
+        raise InputError(f"{where}: each command must be a non-empty list of strings")
+    settings: dict[str, Any] = {
+        "job_commands": {name: tuple(argv) for name, argv in commands.items()}
+    }
+    if "dir" in table:
+        folder = Path(str(table["dir"])).expanduser()
+        if not folder.is_absolute() and path is not None:
+            folder = path.expanduser().parent / folder
+        settings["jobs_dir"] = folder
+    for name, key, kind in (
+        ("deadline", "job_deadline", float),
+        ("poll_limit", "job_poll_limit", int),
+    ):
+        if name in table:
+            value = table[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise InputError(f"{where}: {name} must be a number above 0")
+            settings[key] = kind(value)
+    return settings
 
 
 def _metrics_digest(
