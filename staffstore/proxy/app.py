@@ -12,6 +12,11 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     POST /v1/staffstore/jobs/dispatch, GET /v1/staffstore/jobs/{id}  jobs (see jobs.py)
     GET  /healthz               liveness
     GET  /metrics               Prometheus text format (needs the metrics key)
+    .../v1/staffstore/state/... and /v1/staffstore/agent-state...: see state_routes.py
+
+A bounded working set carries the agent's working state (`staffstore.agent` in the body or
+X-Staffstore-Agent; the default agent otherwise), so its kept answers are kept per working
+state: a repeat asked after a value changed is not served the answer to the old value.
 
 Every write goes through one writer task (writer.py): the store's one SQLite connection
 is shared by every request, and a transaction must not take in another request's statements.
@@ -26,7 +31,7 @@ import hmac
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -50,8 +55,11 @@ from ..errors import (
 )
 from ..gate import query_first_sync
 from ..gate.relative_time import same_period
+from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from ..mouth import new_receipt_id
+from ..state.config import DEFAULT_AGENT, StateConfig
+from ..state.working import working_state_section
 from ..store import StaffStore
 from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
 from ..store.promote import promote_receipt
@@ -61,6 +69,7 @@ from ..working_set import DEFAULT_SYSTEM, build_working_set
 from .config import ServeConfig, WorkingSetMode, hash_key
 from .jobs import JobEndpoints
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
+from .state_routes import StateRoutes
 from .stream import RelayedEvents, RelayResponse, StreamResult
 from .wire import (
     STATUS_TYPES,
@@ -87,6 +96,7 @@ H_KEPT_FROM = "x-staffstore-kept-from"
 H_SESSION = "x-staffstore-session"
 H_OWNER = "x-staffstore-owner"
 H_WORKING_SET = "x-staffstore-working-set"
+H_AGENT = "x-staffstore-agent"
 #: The OpenAI SDKs obey this header: "false" where a retry could pay for the same call twice.
 H_SHOULD_RETRY = "x-should-retry"
 
@@ -364,6 +374,7 @@ class Proxy:
                 default_working_set=self.config.working_set,
                 working_set_header=request.headers.get(H_WORKING_SET),
                 session_header=request.headers.get(H_SESSION),
+                agent_header=request.headers.get(H_AGENT),
             )
             await self._check_quota(owner, chat)
         except WireError as problem:
@@ -376,6 +387,8 @@ class Proxy:
             if problem.status == 429:
                 headers[H_SHOULD_RETRY] = "false"  # a quota does not free itself in a second
             return self.error_response(problem, headers)
+        if chat.working_set == "bounded" and chat.turn is not None:
+            chat = await self._keyed_by_working_state(owner, chat)
         turn.chat = chat
         # A session seen before is known; a new one is created when the turn is recorded,
         # in the same transaction, unless the bounded working set needs its tail first.
@@ -395,6 +408,16 @@ class Proxy:
         if chat.stream:
             return await self._relay_miss(turn, chat, decision, body, mode)
         return await self._forward_miss(turn, chat, decision, body, mode)
+
+    async def _keyed_by_working_state(self, owner: str, chat: ChatRequest) -> ChatRequest:
+        """The request with its working state in its exact-repeat key: its prompt carries the
+        state, so an answer kept under other values must not serve it."""
+        agent = chat.agent or DEFAULT_AGENT
+        section = await working_state_section(self.store, owner, agent)
+        if not section:
+            return chat
+        keyed = content_hash({"request": chat.request_hash, "working_state": section})
+        return replace(chat, request_hash=keyed)
 
     async def _look_up(self, owner: str, chat: ChatRequest) -> tuple[Decision, KeptAnswer | None]:
         """An exact repeat of a paid request first, then the owner's claims, else a miss."""
@@ -431,7 +454,7 @@ class Proxy:
             return chat.body, "forward"
         working_set = await build_working_set(
             self.store,
-            Turn(owner=turn.caller.owner, text=chat.turn, session=chat.session),
+            Turn(owner=turn.caller.owner, text=chat.turn, session=chat.session, agent=chat.agent),
             self.config.budget,
             system=chat.system or DEFAULT_SYSTEM,
         )
@@ -800,6 +823,11 @@ def create_app(
             Route("/v1/staffstore/jobs/{job_id}", jobs.show, methods=["GET"]),
             Route("/healthz", proxy.healthz, methods=["GET"]),
             Route("/metrics", proxy.metrics_text, methods=["GET"]),
+            *StateRoutes(
+                proxy,
+                scope_key=config.state_key,
+                config=StateConfig(handoff_max_bytes=config.handoff_max_bytes),
+            ).routes(),
         ],
         exception_handlers={
             WireError: proxy.on_wire_error,

@@ -29,6 +29,8 @@ A config file (every setting optional; flags win over it):
     lock_timeout = 5.0                        # seconds a write waits for another's lock
     max_backlog = 10000                       # turns kept in memory while the store is locked
     quota_bytes = 1073741824                  # text stored per owner (429 beyond); none: no limit
+    state_key_env = "STAFFSTORE_STATE_KEY"    # the variable agent state's HMAC key is read from
+    handoff_max_bytes = 16384                 # the cap of a structured working-state handoff
 
     [serve.quotas]                            # owner by owner, over quota_bytes
     alice = 2147483648
@@ -63,6 +65,7 @@ from typing import Any, Literal, cast
 
 from ..config import default_db_path
 from ..errors import InputError
+from ..state.config import SCOPE_KEY_ENV, check_scope_key
 from ..upstream import API_KEY_ENV, DEFAULT_BASE_URL
 from ..working_set import DEFAULT_BUDGET
 
@@ -133,6 +136,12 @@ class ServeConfig:
         """The storage quota of `owner` in bytes, or None when it has none."""
         return self.quotas.get(owner, self.quota_bytes)
 
+    #: The HMAC key agent-state scope ids are hashed with (from the environment; None turns
+    #: the agent-state endpoints off with 503).
+    state_key: bytes | None = field(default=None, repr=False)
+    #: The UTF-8 byte cap of a structured working-state handoff.
+    handoff_max_bytes: int = 16_384
+
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
 
@@ -145,6 +154,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
     "jobs": dict,
+    "state_key_env": str, "handoff_max_bytes": int,
 }  # fmt: skip
 #: The environment variable a metrics key may come from (plain text; hashed when read).
 METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
@@ -283,6 +293,8 @@ def build_config(
         log_level=pick(log_level, "log_level", DEFAULTS.log_level),
         access_log=pick(access_log, "access_log", DEFAULTS.access_log),
         metrics_key_sha256=_metrics_digest(metrics_key, table, env),
+        state_key=_state_key(table, env),
+        handoff_max_bytes=table.get("handoff_max_bytes", DEFAULTS.handoff_max_bytes),
         body_timeout=float(pick(body_timeout, "body_timeout", DEFAULTS.body_timeout)),
         lock_timeout=float(pick(lock_timeout, "lock_timeout", DEFAULTS.lock_timeout)),
         max_backlog=table.get("max_backlog", DEFAULTS.max_backlog),
@@ -299,6 +311,13 @@ def _file_quotas(quotas: dict[str, Any], path: Path | None) -> dict[str, int]:
         if not isinstance(quota, int) or isinstance(quota, bool) or quota < 1:
             raise InputError(f"{path}: quotas.{owner} must be a number of bytes (1 or more)")
     return dict(quotas)
+
+
+def _state_key(table: Mapping[str, Any], env: Mapping[str, str]) -> bytes | None:
+    """Agent state's scope key from the environment; a short one is refused at startup."""
+    variable = table.get("state_key_env", SCOPE_KEY_ENV)
+    given = env.get(variable, "")
+    return check_scope_key(given.encode("utf-8"), variable) if given else None
 
 
 def _jobs_settings(table: Mapping[str, Any], path: Path | None) -> dict[str, Any]:
@@ -356,7 +375,7 @@ def _check(config: ServeConfig) -> None:
     for name in ("timeout", "models_ttl", "lock_timeout"):
         if getattr(config, name) < 0:
             raise InputError(f"{name} must not be negative")
-    for name in ("body_timeout", "max_backlog"):
+    for name in ("body_timeout", "max_backlog", "handoff_max_bytes"):
         if getattr(config, name) <= 0:
             raise InputError(f"{name} must be more than 0")
     if config.quota_bytes is not None and config.quota_bytes < 1:

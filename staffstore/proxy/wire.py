@@ -27,6 +27,7 @@ _TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "cache", "staffstore"
 #: Requests whose answer is not free text: a claim, which is text, cannot answer them.
 _STRUCTURED_FIELDS = ("tools", "functions", "tool_choice", "response_format")
 DONE_EVENT = b"data: [DONE]\n\n"
+_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")  # as state.checks.check_agent
 _CHUNK_WORDS = re.compile(r"(?:\S+\s*){1,8}|\s+")
 #: The deepest nesting of arrays and objects a request may have. OpenAI's own bodies (tool
 #: schemas included) stay far below it; a deeper one is an attack on the parser.
@@ -82,6 +83,8 @@ class ChatRequest:
     #: Why claims cannot answer this request (tools, an image, ...), None when they may.
     claims_refused: str | None
     system: str | None  # the client's first system message, kept in a bounded working set
+    #: The agent whose working state a bounded working set carries (None: the default agent).
+    agent: str | None = None
 
 
 def read_chat_request(
@@ -90,6 +93,7 @@ def read_chat_request(
     default_working_set: WorkingSetMode,
     working_set_header: str | None = None,
     session_header: str | None = None,
+    agent_header: str | None = None,
 ) -> ChatRequest:
     """Read a request body, or raise WireError (400) saying which field is wrong."""
     body = read_json(raw)
@@ -121,6 +125,12 @@ def read_chat_request(
     session = extension.get("session", session_header)
     if session is not None and (not isinstance(session, str) or not session.strip()):
         raise WireError(400, "session must be a non-empty string", param="staffstore.session")
+    agent = extension.get("agent", agent_header)
+    if agent is not None and (not isinstance(agent, str) or not _AGENT.match(agent)):
+        raise WireError(
+            400, "agent must be 1-64 letters, digits, '_', '.', ':' or '-'",
+            param="staffstore.agent",
+        )  # fmt: skip
     controls = read_cache_controls(body.get("cache"))
     upstream = {k: v for k, v in body.items() if k not in ("cache", "staffstore")}
     asked = {k: v for k, v in body.items() if k not in _TRANSPORT_FIELDS}
@@ -137,6 +147,7 @@ def read_chat_request(
         request_hash=content_hash({"request": asked, "working_set": mode}),
         claims_refused=_claims_refused(body, messages),
         system=_first_system(messages),
+        agent=agent,
     )
 
 
