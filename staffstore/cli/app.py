@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
+import httpx
 import typer
 from pydantic import ValidationError
 
@@ -31,7 +32,7 @@ from ..gate import query_first
 from ..models import Decision, JobLedger, Ledger, Receipt, Turn, TurnResult
 from ..mouth import ensure_mouth
 from ..store import StaffStore
-from ..store.importer import validation_message
+from ..store.importer import parse_json_object, validation_message
 from ..upstream import API_KEY_ENV, OpenRouter
 
 T = TypeVar("T")
@@ -84,6 +85,10 @@ def user_errors() -> Iterator[None]:
         fail(f"invalid input: {validation_message(error)}")
     except sqlite3.DatabaseError as error:
         fail(f"database error: {error}")
+    except UnicodeError:
+        # Text options are checked as they are parsed (see `utf8`); this is the net for any
+        # that is not, so bytes that are not UTF-8 still end in one line.
+        fail(NOT_UTF8)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
 
@@ -162,19 +167,60 @@ def _root(
 
 # -- options used by several commands ----------------------------------------------------------
 
-OwnerOption = Annotated[str, typer.Option("--owner", help="Whose claims and receipts.")]
+NOT_UTF8 = "not valid UTF-8 text (the shell passed bytes that are not UTF-8)"
+
+
+def utf8(value: str | None) -> str | None:
+    """A text option's check: refuse bytes that are not UTF-8 before they are matched or stored.
+
+    Python hands such an argument over with each bad byte as a lone surrogate, which no store,
+    matcher or UTF-8 output can take. File names are bytes to the system: those options skip it.
+    """
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise typer.BadParameter(NOT_UTF8) from None
+    return value
+
+
+def http_url(value: str) -> str:
+    """A base URL option's check: an http(s) URL with a host and a port that can exist."""
+    utf8(value)
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL as error:
+        raise typer.BadParameter(f"not a URL ({error})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise typer.BadParameter("give an http:// or https:// URL with a host")
+    if url.port is not None and not 0 < url.port < 65536:
+        raise typer.BadParameter(f"port {url.port} is not between 1 and 65535")
+    return value
+
+
+OwnerOption = Annotated[
+    str, typer.Option("--owner", callback=utf8, help="Whose claims and receipts.")
+]
 AnyOwnerOption = Annotated[
-    str | None, typer.Option("--owner", help="Only this owner's rows (default: every owner).")
+    str | None,
+    typer.Option("--owner", callback=utf8, help="Only this owner's rows (default: every owner)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 RepositoryOption = Annotated[
-    str | None, typer.Option("--repository", help="The repository the question is about.")
+    str | None,
+    typer.Option("--repository", callback=utf8, help="The repository the question is about."),
 ]
 RevisionOption = Annotated[
-    str | None, typer.Option("--revision", help="The revision of that repository.")
+    str | None, typer.Option("--revision", callback=utf8, help="The revision of that repository.")
 ]
-SessionOption = Annotated[str | None, typer.Option("--session", help="The session's name.")]
-LimitOption = Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", callback=utf8, help="The session's name.")
+]
+#: SQLite's largest integer: a larger limit would overflow the query instead of meaning "all".
+MAX_LIMIT = 2**63 - 1
+LimitOption = Annotated[
+    int, typer.Option("--limit", min=1, max=MAX_LIMIT, help="Show at most this many.")
+]
 
 
 # -- query: the gate's decision, no model call -------------------------------------------------
@@ -211,14 +257,7 @@ def _print_decision(decision: Decision) -> None:
 
 def _turn_from_line(raw: bytes, defaults: dict[str, str]) -> tuple[Turn, Any]:
     """Parse one --jsonl input line into a Turn and the caller's `id`; InputError if bad."""
-    try:
-        obj: Any = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError("not valid UTF-8") from None
-    except json.JSONDecodeError as error:
-        raise InputError(f"malformed JSON ({error.msg} at column {error.colno})") from None
-    if not isinstance(obj, dict):
-        raise InputError("expected a JSON object")
+    obj = parse_json_object(raw)
     ident = obj.pop("id", None)
     unknown = sorted(set(obj) - _QUERY_FIELDS)
     if unknown:
@@ -259,11 +298,13 @@ async def _query_lines(db: Path, defaults: dict[str, str]) -> dict[str, int]:
 def query(
     ctx: typer.Context,
     question: Annotated[
-        str | None, typer.Argument(help="The question (omit with --jsonl).")
+        str | None, typer.Argument(callback=utf8, help="The question (omit with --jsonl).")
     ] = None,
     owner: Annotated[
         str | None,
-        typer.Option("--owner", help="Whose claims to answer from (required without --jsonl)."),
+        typer.Option(
+            "--owner", callback=utf8, help="Whose claims to answer from (required without --jsonl)."
+        ),
     ] = None,
     repository: RepositoryOption = None,
     revision: RevisionOption = None,
@@ -339,18 +380,21 @@ def _result_json(result: TurnResult) -> dict[str, Any]:
 @app.command("ask")
 def ask(
     ctx: typer.Context,
-    question: Annotated[str, typer.Argument(help="The question.")],
+    question: Annotated[str, typer.Argument(callback=utf8, help="The question.")],
     owner: OwnerOption,
     session: SessionOption = None,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="The agent whose working state the prompt carries."),
+        typer.Option(
+            "--agent", callback=utf8, help="The agent whose working state the prompt carries."
+        ),
     ] = None,
-    model: Annotated[str, typer.Option("--model", help="The model to ask on a miss.")] = (
-        DEFAULTS.model
-    ),
+    model: Annotated[
+        str, typer.Option("--model", callback=utf8, help="The model to ask on a miss.")
+    ] = DEFAULTS.model,
     base_url: Annotated[
-        str, typer.Option("--base-url", help="An OpenAI-compatible API base URL.")
+        str,
+        typer.Option("--base-url", callback=http_url, help="An OpenAI-compatible API base URL."),
     ] = DEFAULTS.base_url,
     budget: Annotated[
         int, typer.Option("--budget", min=64, help="Token budget of the prompt sent on a miss.")
@@ -517,5 +561,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except StaffstoreError as error:  # raised outside a command's run(), e.g. by an extension
         typer.echo(f"error: {' '.join(str(error).split())}", err=True)
+        return EXIT_FAILED
+    except UnicodeError:  # text that is not UTF-8 met outside a command's run()
+        typer.echo(f"error: {NOT_UTF8}", err=True)
         return EXIT_FAILED
     return result if isinstance(result, int) else 0

@@ -34,11 +34,14 @@ from .app import (
     print_json,
     print_table,
     run,
+    utf8,
     when,
     with_store,
 )
 
-ClaimIdArgument = Annotated[str, typer.Argument(metavar="ID", help="A claim id, or 6+ characters.")]
+ClaimIdArgument = Annotated[
+    str, typer.Argument(metavar="ID", callback=utf8, help="A claim id, or 6+ characters.")
+]
 
 claims_app = typer.Typer(
     help="Store, import, list, search, show, retract and promote an owner's claims.",
@@ -93,20 +96,31 @@ def _warn_if_never_served(question: str) -> None:
 def claims_add(
     ctx: typer.Context,
     owner: OwnerOption,
-    question: Annotated[str, typer.Option("--question", help="The question it answers.")],
-    answer: Annotated[str, typer.Option("--answer", help="The verified answer.")],
-    agent: Annotated[str | None, typer.Option("--agent", help="Who found it.")] = None,
+    question: Annotated[
+        str, typer.Option("--question", callback=utf8, help="The question it answers.")
+    ],
+    answer: Annotated[str, typer.Option("--answer", callback=utf8, help="The verified answer.")],
+    agent: Annotated[
+        str | None, typer.Option("--agent", callback=utf8, help="Who found it.")
+    ] = None,
     source: Annotated[ClaimSource, typer.Option("--source", help="Where it came from.")] = "manual",
-    job_id: Annotated[str | None, typer.Option("--job-id", help="The job that found it.")] = None,
+    job_id: Annotated[
+        str | None, typer.Option("--job-id", callback=utf8, help="The job that found it.")
+    ] = None,
     repository: RepositoryOption = None,
     revision: RevisionOption = None,
-    profile: Annotated[str | None, typer.Option("--profile", help="The profile used.")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", callback=utf8, help="The profile used.")
+    ] = None,
     inputs_fingerprint: Annotated[
-        str | None, typer.Option("--inputs-fingerprint", help="A hash of the job's inputs.")
+        str | None,
+        typer.Option("--inputs-fingerprint", callback=utf8, help="A hash of the job's inputs."),
     ] = None,
     expires_at: Annotated[
         str | None,
-        typer.Option("--expires-at", metavar="ISO8601", help="When it stops being served."),
+        typer.Option(
+            "--expires-at", metavar="ISO8601", callback=utf8, help="When it stops being served."
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -213,7 +227,7 @@ def claims_list(
 @claims_app.command("search")
 def claims_search(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="Words that must all appear.")],
+    text: Annotated[str, typer.Argument(callback=utf8, help="Words that must all appear.")],
     owner: OwnerOption,
     limit: LimitOption = DEFAULTS.search_limit,
     as_json: JsonOption = False,
@@ -277,16 +291,26 @@ def claims_retract(
 @claims_app.command("promote")
 def claims_promote(
     ctx: typer.Context,
-    receipt_id: Annotated[str, typer.Argument(metavar="RECEIPT_ID", help="A paid turn's receipt.")],
+    receipt_id: Annotated[
+        str, typer.Argument(metavar="RECEIPT_ID", callback=utf8, help="A paid turn's receipt.")
+    ],
     owner: OwnerOption,
     question: Annotated[
-        str | None, typer.Option(help="The question to store, if not the one asked.")
+        str | None, typer.Option(callback=utf8, help="The question to store, if not the one asked.")
     ] = None,
-    answer: Annotated[str | None, typer.Option(help="The answer to store, if tidied.")] = None,
-    agent: Annotated[str | None, typer.Option(help="Who verified it.")] = None,
-    repository: Annotated[str | None, typer.Option(help="The repository it is about.")] = None,
-    revision: Annotated[str | None, typer.Option(help="The revision it holds at.")] = None,
-    profile: Annotated[str | None, typer.Option(help="The profile it was made with.")] = None,
+    answer: Annotated[
+        str | None, typer.Option(callback=utf8, help="The answer to store, if tidied.")
+    ] = None,
+    agent: Annotated[str | None, typer.Option(callback=utf8, help="Who verified it.")] = None,
+    repository: Annotated[
+        str | None, typer.Option(callback=utf8, help="The repository it is about.")
+    ] = None,
+    revision: Annotated[
+        str | None, typer.Option(callback=utf8, help="The revision it holds at.")
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option(callback=utf8, help="The profile it was made with.")
+    ] = None,
     expires_at: Annotated[
         datetime | None, typer.Option(help="When it stops being served (ISO 8601).")
     ] = None,

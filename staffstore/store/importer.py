@@ -11,6 +11,7 @@ content and importing the same file twice adds nothing.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +31,10 @@ CLAIM_FIELDS = tuple(NewClaim.model_fields)
 BATCH_SIZE = 5_000
 #: How many bad lines an import error names before it only counts them.
 NAMED_BAD_LINES = 5
+#: How deep a line's JSON may nest: a claim or a query is one flat object.
+MAX_DEPTH = 64
+#: The longest integer a line may hold (Python's own limit for reading one).
+MAX_INT_DIGITS = 4300
 _MAX_REASON = 160
 _BOM = b"\xef\xbb\xbf"
 _JSON_TYPES: dict[type, str] = {
@@ -165,18 +170,85 @@ def describe_bad_lines(bad: Sequence[BadLine], limit: int = NAMED_BAD_LINES) -> 
     return f"{named}; and {rest} more" if rest > 0 else named
 
 
-def _parse_line(raw: bytes) -> NewClaim:
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """One line of JSON Lines as a JSON object, or an InputError that says what is wrong.
+
+    Stricter than `json.loads`: NaN and Infinity are not JSON, a number must fit a float (or
+    have at most MAX_INT_DIGITS digits), nesting stops at MAX_DEPTH, and a string may not hold
+    a lone surrogate (`"\\ud800"` is valid JSON but not text; SQLite and UTF-8 output refuse it).
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"not valid UTF-8 (byte {error.start + 1})") from None
     try:
-        obj: Any = json.loads(text)
+        obj: Any = json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_bounded_int
+        )
     except json.JSONDecodeError as error:
         raise InputError(f"malformed JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:
+        raise InputError(f"malformed JSON (nested deeper than {MAX_DEPTH} levels)") from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {_JSON_TYPES.get(type(obj), 'null')}")
-    return new_claim(obj)
+    # Both checks walk the value, so each runs only when the raw line could fail it: a
+    # surrogate can only come from a \u escape (the bytes were valid UTF-8), and a line with
+    # few brackets cannot nest deep.
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+        _check_depth(obj)
+    if b"\\u" in raw:
+        _check_text(obj)
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise InputError(f"malformed JSON ({name} is not a JSON number)")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise InputError("malformed JSON (a number too large for a float)")
+    return number
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise InputError(f"malformed JSON (a number with more than {MAX_INT_DIGITS} digits)")
+    return int(text)
+
+
+def _check_depth(obj: Any) -> None:
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InputError(f"malformed JSON (nested deeper than {MAX_DEPTH} levels)")
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def _check_text(obj: Any) -> None:
+    stack: list[Any] = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(
+                    "a string holds a lone surrogate (an escape such as \\ud800 that is half of "
+                    "a character), which is not text"
+                ) from None
+
+
+def _parse_line(raw: bytes) -> NewClaim:
+    return new_claim(parse_json_object(raw))
 
 
 def _rejection(parsed: ParsedClaims) -> str:
