@@ -214,11 +214,11 @@ def test_cli_replay_all_writes_a_pairs_ledger_for_each_pairs_file(tmp_path: Path
     result = ok(invoke(*args))
     assert sorted(path.name for path in out.glob("*-ledger.json")) == [
         "hostile-ledger.json", "jobs-ledger.json", "pairs-tiny-ledger.json",
-        "single-ledger.json", "workday-ledger.json",
+        "single-ledger.json", "wakeups-ledger.json", "workday-ledger.json",
     ]  # fmt: skip
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
-        "NAME", "single", "workday,", "hostile", "NAME", "jobs", "FILE", "tiny.jsonl",
-        "tiny.jsonl",
+        "NAME", "single", "workday,", "hostile", "NAME", "jobs", "NAME", "wakeups", "FILE",
+        "tiny.jsonl", "tiny.jsonl",
     ]  # fmt: skip
 
 

@@ -17,12 +17,13 @@ from staffstore.errors import InputError
 from staffstore.replays import REPLAYS, run_all, run_replay
 from staffstore.replays.harness import SUMMARY_FIELDS
 from staffstore.replays.pool import findings
-from staffstore.replays.report import JOB_REPLAYS
+from staffstore.replays.report import JOB_REPLAYS, STATE_REPLAYS
 from staffstore.text.matching import normalize
 
 NAMES = sorted(REPLAYS)
-#: The replays of turns (the jobs replay counts dispatches: see test_jobs_replay.py).
-TURN_NAMES = sorted(set(REPLAYS) - JOB_REPLAYS)
+#: The replays of turns (the jobs replay counts dispatches: see test_jobs_replay.py; the
+#: wakeups replay counts wake-ups: see test_wakeups_replay.py).
+TURN_NAMES = sorted(set(REPLAYS) - JOB_REPLAYS - STATE_REPLAYS)
 
 
 @pytest.fixture(scope="module")

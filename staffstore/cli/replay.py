@@ -22,15 +22,19 @@ from ..replays.report import (
     JOBS_COLUMNS,
     PAIRS_COLUMNS,
     REPLAY_COLUMNS,
+    STATE_REPLAYS,
+    WAKEUPS_COLUMNS,
     JobsLedger,
     PairsLedger,
     ReplayLedger,
+    WakeupsLedger,
     jobs_row,
     pairs_row,
     read_ledgers,
     replay_row,
     results_markdown,
     update_readme,
+    wakeups_row,
 )
 from .app import fail, print_table, run, user_errors
 
@@ -66,13 +70,18 @@ def note(text: str) -> None:
 def _print_replays(ledgers: list[dict[str, Any]]) -> None:
     """One line a replay: its main summary, under the ledger's own field names (the jobs
     replay, which counts dispatches and not turns, in a table of its own)."""
-    parsed = [ReplayLedger.model_validate(raw) for raw in ledgers if raw["name"] not in JOB_REPLAYS]
+    others = JOB_REPLAYS | STATE_REPLAYS
+    parsed = [ReplayLedger.model_validate(raw) for raw in ledgers if raw["name"] not in others]
     print_table(
         [field.upper() for _, field in REPLAY_COLUMNS],
         [replay_row(ledger, ledger.summary) for ledger in parsed],
     )
     jobs = [JobsLedger.model_validate(raw) for raw in ledgers if raw["name"] in JOB_REPLAYS]
     print_table([field.upper() for _, field in JOBS_COLUMNS], [jobs_row(ledger) for ledger in jobs])
+    states = [WakeupsLedger.model_validate(raw) for raw in ledgers if raw["name"] in STATE_REPLAYS]
+    print_table(
+        [field.upper() for _, field in WAKEUPS_COLUMNS], [wakeups_row(ledger) for ledger in states]
+    )
 
 
 def _print_pairs(ledgers: list[dict[str, Any]]) -> None:

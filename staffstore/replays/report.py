@@ -131,6 +131,33 @@ class JobsLedger(BaseModel):
     categories: dict[str, JobsCategory] = {}
 
 
+#: Replays whose ledgers count an agent's wake-ups and its working state (WakeupsLedger).
+STATE_REPLAYS = frozenset({"wakeups"})
+
+
+class WakeupsSummary(BaseModel):
+    wakeups: int
+    prompts_with_section: int
+    prompts_with_superseded_value: int
+    prompts_missing_a_current_value: int
+    prompts_with_agent_state: int
+    section_bytes_total: int
+    section_bytes_mean: float
+    section_bytes_max: int
+    section_cap_bytes: int
+    section_share_of_prompt_bytes: float
+    writes: dict[str, int]
+    writes_as_predicted: str
+    notes_baseline_prompts_with_superseded_value: int
+
+
+class WakeupsLedger(BaseModel):
+    name: str
+    seed: int
+    quick: bool
+    summary: WakeupsSummary
+
+
 @dataclass(frozen=True)
 class Ledgers:
     """The ledgers found in one folder: replays by name, pair evaluations in file order."""
@@ -141,6 +168,8 @@ class Ledgers:
     missing: list[str] = field(default_factory=list)
     #: The jobs replay's ledger, by name (see JOB_REPLAYS).
     jobs: dict[str, JobsLedger] = field(default_factory=dict)
+    #: The wakeups replay's ledger, by name (see STATE_REPLAYS).
+    wakeups: dict[str, WakeupsLedger] = field(default_factory=dict)
     #: The benchmark ledgers (bench-store.json, bench-proxy.json) as written, when present.
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -170,6 +199,8 @@ def read_ledgers(folder: Path) -> Ledgers:
         path = folder / f"{name}-ledger.json"
         if path.exists() and name in JOB_REPLAYS:
             found.jobs[name] = read_ledger(path, JobsLedger)
+        elif path.exists() and name in STATE_REPLAYS:
+            found.wakeups[name] = read_ledger(path, WakeupsLedger)
         elif path.exists():
             found.replays[name] = read_ledger(path, ReplayLedger)
         else:
@@ -183,7 +214,7 @@ def read_ledgers(folder: Path) -> Ledgers:
                 found.benchmarks[name] = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise InputError(f"cannot read {path}: {error}") from None
-    if not found.replays and not found.pairs and not found.jobs:
+    if not found.replays and not found.pairs and not found.jobs and not found.wakeups:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
     return found
 
@@ -280,6 +311,32 @@ def _jobs_tables(ledger: JobsLedger) -> list[str]:
     ]  # fmt: skip
     headers = ["category", "gold", "requests", *actions, "as gold"]
     return [*lines, "", *_table(headers, "llrrrrrr", rows)]
+
+
+#: The columns of a wakeups replay row, likewise.
+WAKEUPS_COLUMNS = (
+    ("replay", "name"), ("wake-ups", "wakeups"), ("with a section", "prompts_with_section"),
+    ("superseded value in prompt", "prompts_with_superseded_value"),
+    ("current value missing", "prompts_missing_a_current_value"),
+    ("agent state in prompt", "prompts_with_agent_state"),
+    ("section bytes (mean / max)", "section_bytes_mean"),
+    ("share of prompt bytes", "section_share_of_prompt_bytes"),
+    ("writes as predicted", "writes_as_predicted"),
+    ("notes instead: superseded", "notes_baseline_prompts_with_superseded_value"),
+)  # fmt: skip
+
+
+def wakeups_row(ledger: WakeupsLedger) -> list[str]:
+    """The wakeups summary's cells, in WAKEUPS_COLUMNS order."""
+    s = ledger.summary
+    return [
+        ledger.name + (" (quick)" if ledger.quick else ""), str(s.wakeups),
+        str(s.prompts_with_section), str(s.prompts_with_superseded_value),
+        str(s.prompts_missing_a_current_value), str(s.prompts_with_agent_state),
+        f"{s.section_bytes_mean:.0f} / {s.section_bytes_max}",
+        percent(s.section_share_of_prompt_bytes), s.writes_as_predicted,
+        str(s.notes_baseline_prompts_with_superseded_value),
+    ]  # fmt: skip
 
 
 def replay_row(ledger: ReplayLedger, summary: ReplaySummary) -> list[str]:
@@ -440,6 +497,18 @@ def results_markdown(
             "Each request's gold label says whether it must reuse a finished job, attach to an "
             "unfinished one, launch, or end lost (its worker was killed); a reuse is a job "
             "avoided.",
+        ]  # fmt: skip
+    for wakeups in ledgers.wakeups.values():
+        headings = [heading for heading, _ in WAKEUPS_COLUMNS]
+        cap = wakeups.summary.section_cap_bytes
+        lines += [
+            "", "### Wakeups replay (working state)", "",
+            *_table(headings, "l" + "r" * (len(headings) - 1), [wakeups_row(wakeups)]), "",
+            "An agent woken for a morning plan, a patrol every 3 minutes and two reviews a day "
+            "sets, changes and clears its rules through working state; each wake-up's prompt is "
+            "checked against the replay's own record of every rule at that minute. The section "
+            f"is capped at {cap:,} bytes. The last column counts the prompts that would have "
+            "carried a superseded value had they read the last notes instead.",
         ]  # fmt: skip
     if ledgers.pairs:
         lines += [

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from . import hostile, jobs, single, workday
+from . import hostile, jobs, single, wakeups, workday
 from .harness import ReplayOutput, write_json
 
 ReplayFn = Callable[[Path, int, bool], Awaitable[ReplayOutput]]
@@ -23,6 +23,7 @@ REPLAYS: dict[str, ReplayFn] = {
     "workday": workday.play,
     "hostile": hostile.play,
     "jobs": jobs.play,
+    "wakeups": wakeups.play,
 }
 
 
