@@ -24,14 +24,21 @@ from staffstore.testing import FakeOpenRouter
 CLIENT_KEY = "sk-crash-client"
 
 
-def _start(db: Path, upstream_url: str, port: int) -> subprocess.Popen[bytes]:
+def _start(
+    db: Path, upstream_url: str, port: int, *, log: Path | None = None
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "OPENROUTER_API_KEY": "sk-upstream"}
     command = [
         sys.executable, "-m", "staffstore", "--db", str(db), "serve", "--port", str(port),
         "--upstream", upstream_url, "--owner-key", f"acme=sha256:{hash_key(CLIENT_KEY)}",
-        "--log-level", "warning",
+        "--log-level", "debug" if log else "warning",
     ]  # fmt: skip
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    if log:  # the access log too, so the log shows every request
+        config = log.with_suffix(".toml")
+        config.write_text("[serve]\naccess_log = true\n")
+        command += ["--config", str(config)]
+    output = log.open("wb") if log else subprocess.DEVNULL
+    process = subprocess.Popen(command, env=env, stdout=output, stderr=output)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
@@ -97,3 +104,27 @@ def test_sigkill_under_load_loses_no_receipt_a_client_was_given(tmp_path: Path) 
 
     missing = set(told) - asyncio.run(stored())
     assert not missing
+
+
+def test_a_password_in_the_upstream_url_never_reaches_the_log(tmp_path: Path) -> None:
+    password = "pw-in-the-url-9431"
+    port, closed = free_port(), free_port()
+    log = tmp_path / "serve.log"
+    upstream = f"http://staff:{password}@127.0.0.1:{closed}/v1"
+    process = _start(tmp_path / "s.db", upstream, port, log=log)
+    try:
+        for stream in (False, True):
+            response = httpx.post(
+                f"http://127.0.0.1:{port}/v1/chat/completions",
+                headers={"authorization": f"Bearer {CLIENT_KEY}"},
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                      "stream": stream},
+                timeout=10,
+            )  # fmt: skip
+            assert response.status_code == 502 and password not in response.text
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    text = log.read_text()
+    assert text.count("POST /v1/chat/completions") == 2  # the log did see the requests
+    assert password not in text

@@ -32,7 +32,9 @@ from test_proxy_support import (
     running_proxy,
     sse_data,
 )
+from typer.testing import CliRunner
 
+from staffstore.cli import app
 from staffstore.errors import InputError
 from staffstore.proxy.config import build_config
 from staffstore.proxy.run import serve_in_thread
@@ -336,6 +338,14 @@ def test_trusted_mode_with_owner_keys_is_refused() -> None:
         build_config(trusted=True, owner_keys=["acme=sk-acme"], environ={})
     with pytest.raises(InputError, match="--trusted"):
         build_config(trusted=True, admin_keys=["acme=sk-acme"], environ={})
+
+
+def test_serve_refuses_trusted_mode_with_keys_in_one_line(tmp_path: Path) -> None:
+    command = ["--db", str(tmp_path / "s.db"), "serve", "--trusted", "--owner-key", "a=sk-a"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 1
+    assert result.output.startswith("error:") and "--trusted" in result.output
+    assert "Traceback" not in result.output and "sk-a" not in result.output
 
 
 # -- 8: a body that never finishes -----------------------------------------------------------
