@@ -471,3 +471,26 @@ async def test_two_processes_racing_on_one_launch_key_launch_once(
     async with StaffStore.open(db_path) as store:
         assert len(await store.list_jobs("alice")) == 1
     assert runs(counter) == 1
+
+
+async def test_the_command_never_sees_staffstores_secrets(
+    store: StaffStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-secret-never-in-a-job")
+    monkeypatch.setenv("SOME_SETTING", "kept")
+    script = "import os; print(os.environ.get('OPENROUTER_API_KEY'), os.environ['SOME_SETTING'])"
+    look = request(tmp_path / "n", command=[sys.executable, "-c", script])
+    runner = LocalCommandRunner(tmp_path / "jobs")
+    done = await ensure_dispatched(store, look, runner, wait=True, policy=FAST)
+    stdout = next(a for a in done.job.artifacts if a.name == "stdout")
+    assert await store.get_artifact("alice", stdout.artifact_id) == b"None kept\n"
+
+
+async def test_a_job_is_attached_only_through_the_runner_that_runs_it(
+    store: StaffStore, runner: LocalCommandRunner
+) -> None:
+    silent = SilentRunner()
+    launched = await ensure_dispatched(store, request(Path("unused"), command=None), silent)
+    with pytest.raises(InputError, match="was run by the 'silent' runner"):
+        await attach_job(store, "alice", launched.job.id, runner)
+    assert (await store.job_ledger("alice")).attached == 0

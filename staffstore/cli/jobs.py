@@ -108,11 +108,6 @@ def _print_dispatch(dispatch: Dispatch) -> None:
         typer.echo(f"claims: {', '.join(job.claim_ids)}")
 
 
-def _check_local(job: Job) -> None:
-    if job.runner != LocalCommandRunner.name:
-        fail(f"job {job.id} was run by the {job.runner!r} runner; the CLI drives only 'local'")
-
-
 @jobs_app.command(
     "dispatch", context_settings={"allow_interspersed_args": False}, no_args_is_help=True
 )
@@ -193,11 +188,10 @@ def jobs_attach(
     policy = AttachPolicy(deadline=deadline, poll_limit=poll_limit)
     runner = _runner(ctx, jobs_dir)
 
-    async def work(store: Any) -> Dispatch:
-        _check_local(await store.get_job(owner, job_id))
-        return await attach_job(store, owner, job_id, runner, policy=policy, wait=wait)
-
-    dispatch = with_store(ctx, work)
+    dispatch = with_store(
+        ctx,
+        lambda store: attach_job(store, owner, job_id, runner, policy=policy, wait=wait),
+    )
     if as_json:
         print_json(_dispatch_json(dispatch))
     else:
@@ -273,11 +267,7 @@ def jobs_cancel(
     """Stop a running job and record it cancelled; a job that has ended is left as it is."""
     runner = _runner(ctx, jobs_dir)
 
-    async def work(store: Any) -> Job:
-        _check_local(await store.get_job(owner, job_id))
-        return await cancel_job(store, owner, job_id, runner)
-
-    job = with_store(ctx, work)
+    job = with_store(ctx, lambda store: cancel_job(store, owner, job_id, runner))
     if as_json:
         print_json(_job_json(job))
     else:

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import StaffstoreError
+from ..errors import InputError, StaffstoreError
 from ..models import Job, JobAction, NewClaim, NewJob
 from ..store import StaffStore
 from ..store.jobs import check_launch_key
@@ -189,12 +189,22 @@ async def cancel_job(
     job = await store.get_job(owner, job_id)
     if not job.active:
         return job
+    _check_runner(job, runner)
     if job.handle is not None:
         await runner.cancel(job.handle)
     return await store.finish_job(owner, job.id, status="cancelled", now=now)
 
 
 # -- the parts -----------------------------------------------------------------------------------
+
+
+def _check_runner(job: Job, runner: Runner) -> None:
+    # A handle means something only to the runner that gave it.
+    if job.runner != runner.name:
+        raise InputError(
+            f"job {job.id} was run by the {job.runner!r} runner; ask that runner, "
+            f"not {runner.name!r}"
+        )
 
 
 async def _launch(store: StaffStore, job: Job, runner: Runner, now: datetime | None) -> Job:
@@ -220,6 +230,7 @@ async def _attach(
 ) -> Dispatch:
     polls, lost = 0, False
     if job.active:
+        _check_runner(job, runner)
         if job.handle is None:
             # Recorded, but the runner's answer never was: a crash between the two. Launch is
             # idempotent by job id, so this finds the work if it started, or starts it once.

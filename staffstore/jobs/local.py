@@ -12,7 +12,8 @@ that launched it, or the next one after a crash. The command sees:
                          {"question": ..., "answer": ...}; each becomes a claim on success
     STAFFSTORE_OUTPUT    a folder whose files are kept as artifacts (out/<name>)
 
-Exit status 0 is `succeeded`, anything else `failed`.
+Exit status 0 is `succeeded`, anything else `failed`. The command inherits the environment
+but for staffstore's own secrets (WITHHELD_ENV).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from ..models import Job
 from .runners import Collected, Finding, Output, RunnerStatus
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
+
+#: staffstore's own secrets (upstream.API_KEY_ENV, the metrics key, the state key), which a
+#: job's command never sees: its output is kept, and a job may run what a tenant asked for.
+#: Named here, not imported, so jobs does not depend on the layers that define them.
+WITHHELD_ENV = ("OPENROUTER_API_KEY", "STAFFSTORE_METRICS_KEY", "STAFFSTORE_STATE_KEY")
 
 
 def _read(path: Path) -> str | None:
@@ -103,7 +109,7 @@ class LocalCommandRunner:
             "STAFFSTORE_FINDINGS": str(job_dir / "findings.jsonl"),
             "STAFFSTORE_OUTPUT": str(job_dir / "out"),
         }
-        spec = {"command": job.command, "env": env}
+        spec = {"command": job.command, "env": env, "withheld": list(WITHHELD_ENV)}
         (job_dir / "job.json").write_text(json.dumps(spec), encoding="utf-8")
         starter = await asyncio.create_subprocess_exec(
             self._python,

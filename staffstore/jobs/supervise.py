@@ -40,7 +40,8 @@ def main(job_dir: Path) -> int:
 
 def supervise(job_dir: Path) -> None:
     spec = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
-    env = {**os.environ, **spec["env"]}
+    env = {name: value for name, value in os.environ.items() if name not in spec["withheld"]}
+    env.update(spec["env"])
     with (job_dir / "stdout").open("wb") as out, (job_dir / "stderr").open("wb") as err:
         try:
             child = subprocess.Popen(
