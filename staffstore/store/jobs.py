@@ -39,8 +39,7 @@ JOB_COLUMNS = (
     "exit_code", "error", "substantive", "expires_at", "created_at", "updated_at", "finished_at",
 )  # fmt: skip
 _SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
-_ACTIVE = "status IN ('pending', 'running')"
-assert set(ACTIVE_JOB_STATUSES) == {"pending", "running"}  # _ACTIVE spells them out for SQL
+_ACTIVE = f"status IN ({', '.join(repr(status) for status in ACTIVE_JOB_STATUSES)})"
 
 #: The fields that say which work a job is: one launch key must always name the same work.
 #: (The command is how the work is done, not what it is, as in jobs/identity.py.)
