@@ -296,7 +296,7 @@ async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
         for _, group in groupby(wakeups, key=lambda w: w["when"]):
             batch = list(group)
             shuffle.shuffle(batch)
-            played = []
+            played: list[tuple[dict[str, Any], dict[str, Any]]] = []
             for wakeup in batch:
                 played.append((await player.prompt(len(rows) + len(played) + 1, wakeup), wakeup))
             for row, wakeup in played:
