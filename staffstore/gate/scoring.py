@@ -1,0 +1,126 @@
+"""The gate's second look: a calibrated score for a turn the strict test did not match.
+
+A turn and a stored question are first read slot by slot (text/slots.py): a difference in a
+number, name, identifier, polarity, focus and the like makes them two questions, whatever else
+they share. Then their subjects are aligned (text/alignment.py): two words that traded places,
+a reordering beyond one moved phrase, or a word swapped for an unrelated one also make two
+questions. What remains is scored: a logistic model over the alignment's measures, fitted by
+tools/fit_gate.py on labelled pairs, gives the probability that the two ask the same thing.
+
+Whether that probability is enough is the user's call, made as an error budget: the share of
+turns that may be served a claim that answers another question. tools/fit_gate.py measured, on
+labelled pairs it was not fitted on, which threshold keeps false hits within each budget; the
+table ships in data/gate_params.json with the data it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..text.alignment import FEATURES, align, features, reordered, substitution, swapped
+from ..text.slots import differences
+
+#: The default error budget: at most one turn in a thousand served another question's answer.
+DEFAULT_BUDGET = 0.001
+
+
+class GateParamsError(ValueError):
+    """The gate's parameters file is missing a part or was fitted for other features."""
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """How a turn relates to one stored question under the second look.
+
+    `reason` names what makes them two questions (a slot, "word_order", "substitution") and is
+    None when they were scored; `probability` is the score then.
+    """
+
+    reason: str | None
+    asked_only: tuple[str, ...] = ()
+    stored_only: tuple[str, ...] = ()
+    probability: float | None = None
+
+
+@dataclass(frozen=True)
+class CalibratedPoint:
+    budget: float
+    threshold: float
+
+
+class GateModel:
+    """The fitted score and its calibration."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        try:
+            if tuple(params["features"]) != FEATURES:
+                raise GateParamsError("the parameters were fitted for other features")
+            self.filler: dict[str, float] = dict(params["filler"])
+            self.mean = [float(v) for v in params["mean"]]
+            self.scale = [float(v) for v in params["scale"]]
+            self.weights = [float(v) for v in params["weights"]]
+            self.bias = float(params["bias"])
+            self.points = sorted(
+                (CalibratedPoint(float(p["budget"]), float(p["threshold"]))
+                 for p in params["calibration"]),
+                key=lambda p: p.budget,
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as error:
+            if isinstance(error, GateParamsError):
+                raise
+            raise GateParamsError(f"gate parameters: {error}") from error
+        if not self.points:
+            raise GateParamsError("gate parameters: no calibrated budget")
+        self.params = params
+
+    def probability(self, values: list[float]) -> float:
+        z = self.bias + sum(
+            w * (v - m) / s
+            for w, v, m, s in zip(self.weights, values, self.mean, self.scale, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def threshold(self, budget: float) -> float:
+        """The calibrated threshold for an error budget: the point with the largest budget that
+        does not exceed it (a budget below every calibrated point gets the strictest)."""
+        chosen = self.points[0]
+        for point in self.points:
+            if point.budget <= budget + 1e-12:
+                chosen = point
+        return chosen.threshold
+
+    @property
+    def budgets(self) -> list[float]:
+        return [p.budget for p in self.points]
+
+    def assess(self, asked: str, stored: str) -> Assessment:
+        """Whether a turn may ask what a stored question asks, and how likely it is to."""
+        found = differences(asked, stored)
+        if found:
+            first = found[0]
+            return Assessment(first.slot, first.asked, first.stored)
+        traded = swapped(asked, stored)
+        if traded:
+            return Assessment("word_order", tuple(traded), tuple(traded))
+        alignment = align(asked, stored)
+        if reordered(asked, stored, alignment):
+            return Assessment("word_order")
+        swap = substitution(alignment, self.filler)
+        if swap.unrelated:
+            return Assessment("substitution", tuple(swap.asked_only), tuple(swap.stored_only))
+        values = features(asked, stored, alignment, self.filler)
+        return Assessment(
+            None, tuple(swap.asked_only), tuple(swap.stored_only), self.probability(values)
+        )
+
+
+@cache
+def default_model() -> GateModel:
+    """The model shipped in data/gate_params.json."""
+    data = resources.files("staffstore.gate") / "data" / "gate_params.json"
+    return GateModel(json.loads(data.read_text(encoding="utf-8")))

@@ -1,0 +1,221 @@
+"""Lay a turn's words against a stored question's and measure what is left over.
+
+The question form is set aside first ("how many", "what caused", "is it true that": slots.py
+compares it); the rest, the subject, is aligned word by word (similarity.py). From the alignment
+come the measures the gate's score is fitted on (`FEATURES`) and three findings that make a turn
+another question whatever the score:
+
+- a substitution: each side has a word the other lacks, and the two are unrelated
+  ("webserver" / "scheduler");
+- a swap: two words traded places ("from A to B" / "from B to A");
+- a reordering that cuts the words into three or more pieces (or two, when names are involved).
+
+`filler` is the table of words a paraphrase adds or drops freely, learned from data by
+tools/fit_gate.py; it is passed in, not known here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .lexicon import canonical
+from .similarity import cosine, similarity, text_cosine
+from .slots import FOCUS, YES_NO, names
+from .words import FUNCTION_WORDS, Word, content_words, weight, words
+
+Filler = dict[str, float]
+
+#: Words at least this alike count as one word written two ways.
+ALIGNED = 0.8
+#: A word only one side has, weighing at least this (rarity times the filler factor), is a
+#: difference worth a look; lighter ones are the stuff paraphrases add and drop.
+HEAVY = 0.5
+#: A substitution whose closest pair is less alike than this asks about another thing.
+SUBSTITUTE = 0.4
+
+FEATURES = (
+    "cov_q", "cov_c", "min_cov", "unal_q", "unal_c", "max_unal", "sent", "jacc", "order",
+    "len_gap", "n_unal_q", "n_unal_c", "min_unal", "context_kept", "shared_mass", "ids_shared",
+)  # fmt: skip
+
+_WH = re.compile(r"\b(?:who|when|where|why|what|which|whats)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=65_536)
+def subject(text: str) -> str:
+    """The text without the words that say what kind of answer is wanted ("how many", "what
+    caused", "is it true that"): the focus slot compares those, the rest is the subject."""
+    for _name, pattern in FOCUS:
+        text = pattern.sub(" ", text)
+    return _WH.sub(" ", YES_NO.sub(" ", text))
+
+
+def subject_words(text: str) -> list[Word]:
+    return content_words(subject(text))
+
+
+def _spelled_out(side: list[Word], other: list[Word]) -> list[Word]:
+    """A compound written as words on the other side ("main-branch" / "main branch") becomes
+    those words here, so the two align word by word."""
+    keys = {w.key for w in other}
+    out: list[Word] = []
+    for word in side:
+        parts = re.split(r"[-_/]", word.surface) if word.kind == "id" else []
+        if len(parts) > 1 and word.key not in keys and all(p.isalpha() for p in parts):
+            spelled = [Word(p, canonical(p), "word") for p in parts if p not in FUNCTION_WORDS]
+            if any(w.key in keys for w in spelled):
+                out.extend(spelled)
+                continue
+        out.append(word)
+    return out
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Each side's subject words, and for each word the best similarity on the other side."""
+
+    turn: list[Word]
+    stored: list[Word]
+    turn_best: list[float]
+    stored_best: list[float]
+    turn_match: list[int]  # index of the stored word each turn word is closest to
+
+
+def align(asked: str, stored: str) -> Alignment:
+    q0, c0 = subject_words(asked), subject_words(stored)
+    q, c = _spelled_out(q0, c0), _spelled_out(c0, q0)
+    if not q or not c:
+        return Alignment(q, c, [0.0] * len(q), [0.0] * len(c), [-1] * len(q))
+    sims = np.array([[similarity(x, y) for y in c] for x in q])
+    return Alignment(
+        q, c, list(sims.max(axis=1)), list(sims.max(axis=0)), [int(i) for i in sims.argmax(axis=1)]
+    )
+
+
+def _light(word: Word, filler: Filler) -> float:
+    return weight(word) * filler.get(word.key, 1.0)
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """The weighty words each side has that the other lacks, and how alike the closest pair is."""
+
+    asked_only: list[str]
+    stored_only: list[str]
+    closest: float
+
+    @property
+    def unrelated(self) -> bool:
+        return bool(self.asked_only and self.stored_only) and self.closest < SUBSTITUTE
+
+
+def substitution(a: Alignment, filler: Filler) -> Substitution:
+    # Any word counts here, however common: "new user" is not "active user".
+    def weighty(word: Word) -> bool:
+        return filler.get(word.key, 1.0) >= HEAVY
+
+    asked = [w for w, s in zip(a.turn, a.turn_best, strict=True) if s < ALIGNED and weighty(w)]
+    stored = [w for w, s in zip(a.stored, a.stored_best, strict=True) if s < ALIGNED and weighty(w)]
+    closest = max((similarity(x, y) for x in asked for y in stored), default=1.0)
+    return Substitution([w.surface for w in asked], [w.surface for w in stored], closest)
+
+
+def order_pieces(a: Alignment) -> int:
+    """How many pieces the turn's words must be cut into to lay them in the stored order: 1 for
+    the same order, 2 for one moved phrase, more for words that changed roles."""
+    positions = [m for m, s in zip(a.turn_match, a.turn_best, strict=True) if s >= ALIGNED]
+    pieces = 1 if positions else 0
+    for previous, current in zip(positions, positions[1:]):
+        if current < previous:
+            pieces += 1  # a step back is a cut; a gap forward is a word left out
+    return pieces
+
+
+def _neighbours(text: str) -> dict[str, set[tuple[str, str]]]:
+    """Each content word's neighbours, the word before and after, function words included."""
+    toks = words(text)
+    keys = ["<s>"] + [t.key for t in toks] + ["</s>"]
+    out: dict[str, set[tuple[str, str]]] = {}
+    for i, tok in enumerate(toks, start=1):
+        if tok.kind != "func":
+            out.setdefault(tok.key, set()).update({("prev", keys[i - 1]), ("next", keys[i + 1])})
+    return out
+
+
+def swapped(asked: str, stored: str) -> list[str]:
+    """Two words that traded places, each standing where the other stood ("from A to B" / "from
+    B to A", "A defeated B" / "B defeated A"); a moved phrase keeps its neighbours."""
+    a, b = _neighbours(asked), _neighbours(stored)
+    # Numbers, dates and identifiers are pinned by the slots and move freely ("on Sunday").
+    pinned = {t.key for t in words(asked) + words(stored) if t.kind == "id"}
+    shared = [w for w in a if w in b and w not in pinned]
+    for i, x in enumerate(shared):
+        for y in shared[i + 1 :]:
+            for side in ("prev", "next"):
+                ax = {k for s, k in a[x] if s == side}
+                ay = {k for s, k in a[y] if s == side}
+                bx = {k for s, k in b[x] if s == side}
+                by = {k for s, k in b[y] if s == side}
+                if (ax & by) - ay and (ay & bx) - ax and not (ax & bx) and not (ay & by):
+                    return [x, y]
+    return []
+
+
+def reordered(asked: str, stored: str, a: Alignment) -> bool:
+    """True when the words were rearranged beyond moving one phrase."""
+    pieces = order_pieces(a)
+    return pieces >= 3 or (pieces == 2 and len(names(asked) | names(stored)) >= 2)
+
+
+def _context_kept(asked: str, stored: str) -> float:
+    a, b = _neighbours(asked), _neighbours(stored)
+    shared = [w for w in a if w in b]
+    return sum(1 for w in shared if a[w] & b[w]) / len(shared) if shared else 0.0
+
+
+def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[float]:
+    """The measures the gate's score is a function of, in the order of `FEATURES`."""
+    q, c = a.turn, a.stored
+    wq = [_light(w, filler) for w in q]
+    wc = [_light(w, filler) for w in c]
+    cov_q = sum(w * s for w, s in zip(wq, a.turn_best, strict=True)) / (sum(wq) or 1.0)
+    cov_c = sum(w * s for w, s in zip(wc, a.stored_best, strict=True)) / (sum(wc) or 1.0)
+    unal_q = max((w * (1 - s) for w, s in zip(wq, a.turn_best, strict=True)), default=0.0)
+    unal_c = max((w * (1 - s) for w, s in zip(wc, a.stored_best, strict=True)), default=0.0)
+    keys_q, keys_c = {w.key for w in q}, {w.key for w in c}
+    # Of the confidently aligned turn words, the share of pairs kept in the stored order.
+    placed = [m for m, s in zip(a.turn_match, a.turn_best, strict=True) if s >= ALIGNED]
+    pairs = kept = 0
+    for i, first in enumerate(placed):
+        for second in placed[i + 1 :]:
+            if first != second:
+                pairs += 1
+                kept += first < second
+    return [
+        cov_q,
+        cov_c,
+        min(cov_q, cov_c),
+        unal_q,
+        unal_c,
+        max(unal_q, unal_c),
+        text_cosine(" ".join(w.surface for w in q), " ".join(w.surface for w in c)),
+        len(keys_q & keys_c) / max(1, len(keys_q | keys_c)),
+        kept / pairs if pairs else 1.0,
+        abs(math.log((len(q) + 1) / (len(c) + 1))),
+        sum(1 for w, s in zip(wq, a.turn_best, strict=True) if s < 0.5 and w >= 0.5),
+        sum(1 for w, s in zip(wc, a.stored_best, strict=True) if s < 0.5 and w >= 0.5),
+        min(unal_q, unal_c),
+        _context_kept(asked, stored),
+        sum(weight(w) for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED),
+        sum(1 for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED and w.kind == "id"),
+    ]
+
+
+def related(word: Word, other: list[Word]) -> float:
+    """The embedding cosine of a word to the closest word of another question."""
+    return max((cosine(word.surface, o.surface) for o in other), default=0.0)

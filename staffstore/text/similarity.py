@@ -1,0 +1,102 @@
+"""How alike two words are, and two short texts.
+
+Exact forms first, because they are certain: the same folded word, a slip of the keyboard that
+makes no other common word, letters swapped, a numeronym ("k8s"), a prefix or suffix form
+("prod"/"production", "defined"/"definition", "scaling"/"autoscaling"), an abbreviation made of
+the word's letters ("db", "hrs"). Otherwise the cosine of two static embeddings: WordLlama's
+256-dimensional token embeddings (MIT licence; the weights ship inside the `wordllama` wheel,
+so nothing is downloaded at run time), which say how related two words are, not whether they
+are interchangeable; the gate's score treats them as evidence, never as proof.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .slots import is_subsequence
+from .spelling import same_word
+from .words import Word
+
+Vector = npt.NDArray[np.float32]
+
+_NUMERONYM = re.compile(r"^([a-z])(\d+)([a-z])$")
+# "advantages" / "disadvantages" is not one word with a prefix: these prefixes negate.
+_NEGATING_PREFIXES = frozenset({"dis", "un", "in", "im", "il", "ir", "non", "mis", "anti", "de"})
+
+
+@cache
+def _model() -> Any:
+    """The WordLlama model, loaded once from the files inside the installed package."""
+    import wordllama
+    from wordllama import WordLlama
+
+    # The package looks for its tokenizer under the cache directory; pointing that at the
+    # package itself finds the file it ships, and `disable_download` makes sure of it.
+    package = Path(wordllama.__file__).parent
+    return WordLlama.load(cache_dir=package, disable_download=True)
+
+
+@lru_cache(maxsize=200_000)
+def word_vector(word: str) -> Vector:
+    vector: Vector = _model().embed([word], norm=True)[0]
+    return vector
+
+
+@lru_cache(maxsize=65_536)
+def text_vector(text: str) -> Vector:
+    vector: Vector = _model().embed([text], norm=True)[0]
+    return vector
+
+
+def cosine(a: str, b: str) -> float:
+    """Embedding cosine of two words, 0 when they point apart."""
+    return max(0.0, float(word_vector(a) @ word_vector(b)))
+
+
+def text_cosine(a: str, b: str) -> float:
+    if not a or not b:
+        return 0.0
+    return float(text_vector(a) @ text_vector(b))
+
+
+@lru_cache(maxsize=400_000)
+def form_similarity(a: Word, b: Word) -> float:
+    """How surely two words are one word written two ways (0 when the form says nothing)."""
+    if a.key == b.key:
+        return 1.0
+    sa, sb = a.surface, b.surface
+    if same_word(a.key, sa, b.key, sb):
+        return 0.95
+    short, long = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
+    if len(sa) == len(sb) >= 4 and sorted(sa) == sorted(sb) and sa[0] == sb[0]:
+        return 0.9  # letters swapped: "modle" / "model"
+    numeronym = _NUMERONYM.match(short)
+    if numeronym and long[0] == numeronym[1] and long[-1] == numeronym[3]:
+        if len(long) - 2 == int(numeronym[2]):
+            return 0.95  # "k8s" / "kubernetes"
+    if len(short) >= 3 and long.startswith(short):
+        return 0.85  # "prod" / "production"
+    common = 0
+    while common < len(short) and short[common] == long[common]:
+        common += 1
+    if common >= 5 and common >= 0.7 * len(short):
+        return 0.85  # "defined" / "definition", "promoting" / "promotion"
+    if len(short) >= 5 and long.endswith(short):
+        if long[: len(long) - len(short)] not in _NEGATING_PREFIXES:
+            return 0.85  # "scaling" / "autoscaling"
+    if 2 <= len(short) <= 5 and short[0] == long[0] and len(long) >= len(short) + 2:
+        if is_subsequence(short, long):
+            return 0.7  # "hrs" / "hours", "feats" / "features", "db" / "database"
+    return 0.0
+
+
+def similarity(a: Word, b: Word) -> float:
+    """The surer of the two: the form, else the embedding."""
+    by_form = form_similarity(a, b)
+    return by_form if by_form > 0.0 else cosine(a.surface, b.surface)

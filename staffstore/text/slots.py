@@ -1,0 +1,416 @@
+"""The parts of a question that must agree with a stored one for the two to be one question.
+
+Two questions can share nearly every word and still ask different things: "why did the build
+fail on Monday" is not "why did the build pass on Monday", nor "...fail on Tuesday", nor "when
+did the build fail on Monday". Precision lives in those words. Each slot below reads one kind of
+them, and a question differs from a stored one when any slot differs:
+
+    focus        what kind of answer is asked for (why, when, who, where, how long, how many,
+                 how much, how to, what share, yes or no)
+    negation     "not", "never", "failed to"
+    polarity     a word against its opposite (increase/decrease, pass/fail, enable/disable)
+    environment  staging/production, iOS/Android, EU/US
+    quantifier   all/every/both/either ("all services" is not "the service")
+    aggregate    average/median/p99, when both sides name one
+    time         today, yesterday, last week, 3 days ago
+    frequency    daily/nightly/weekly, when both sides name one
+    number       numbers, versions, dates and months
+    degree       superlatives ("fastest")
+    identifier   acme/api, analytics.orders_daily, checkout-api
+    name         capitalised names inside a sentence (Okta, Premium)
+
+Every list here is a closed class of English (question words, negations, opposites, units);
+what may differ freely is learned from data (see gate/scoring.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .lexicon import canonical
+from .spelling import same_word
+from .words import FUNCTION_WORDS, MONTHS, Word, is_common, prepare, words
+
+# Opposites: a word of one side of a row against a word of the other is another question.
+_POLARITY_ROWS = [
+    ("increase rise rose risen grow grew grown growth up jump spike higher more gain climb raise "
+     "lift", "decrease drop fall fell fallen decline down lower less lose lost shrink shrank "
+     "reduce cut dip"),
+    ("enable on", "disable off"),
+    ("pass succeed success successful green", "fail failure red break broken broke"),
+    ("start begin began", "stop end finish"),
+    ("before earlier", "after later"),
+    ("issue", "expire expiry expiration revoke"),
+    ("add", "remove delete drop"),
+    ("open", "close"),
+    ("allow permit", "block deny forbid"),
+    ("accept approve", "reject decline"),
+    ("min minimum", "max maximum"),
+    ("fast faster fastest quick quicker quickest", "slow slower slowest sluggish"),
+    ("high higher highest", "low lower lowest"),
+    ("first earliest", "last latest"),
+    ("old older oldest", "new newer newest"),
+    ("include", "exclude"),
+    ("upgrade", "downgrade"),
+    ("read", "write"),
+    ("inbound ingress", "outbound egress"),
+    ("upload", "download"),
+    ("import", "export"),
+    ("buy bought", "sell sold"),
+    ("win won", "lose lost"),
+    ("early earlier", "late later"),
+    ("best better improve improvement", "worst worse worsen degrade regress"),
+    ("next upcoming", "last previous prior"),
+    ("weekday", "weekend"),
+    ("internal private", "external public"),
+    ("online", "offline"),
+    ("success", "error"),
+    ("lift", "dip"),
+    ("sync synchronous", "async asynchronous"),
+    ("encrypted", "unencrypted"),
+    ("manual manually", "automatic automatically auto"),
+    ("primary master", "replica secondary"),
+    ("most", "least"),
+    ("largest biggest", "smallest"),
+]  # fmt: skip
+
+
+def _polarity_index() -> dict[str, frozenset[tuple[int, int]]]:
+    index: dict[str, set[tuple[int, int]]] = {}
+    for row, (left, right) in enumerate(_POLARITY_ROWS):
+        for side, listed in enumerate((left, right)):
+            for word in listed.split():
+                index.setdefault(word, set()).add((row, side))
+    return {word: frozenset(places) for word, places in index.items()}
+
+
+_POLARITY = _polarity_index()
+
+
+def _polar_places(word: str) -> frozenset[tuple[int, int]]:
+    """Rows and sides of a word, its inflections included ("dropped", "drops", "failing")."""
+    forms = [word]
+    if word.endswith("s"):
+        forms.append(word[:-1])
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        forms.append(word[:-2])
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            stem = word[: -len(suffix)]
+            forms += [stem, stem + "e"]
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                forms.append(stem[:-1])  # "dropped" -> "drop"
+    for form in forms:
+        if form in _POLARITY:
+            return _POLARITY[form]
+    return frozenset()
+
+
+_ENVIRONMENTS = frozenset(
+    """
+    staging stage prod production dev development qa sandbox canary preview
+    ios android web desktop mobile windows linux macos mac
+    eu us uk apac emea
+    """.split()
+)
+_ENVIRONMENT_FOLD = {"prod": "production", "stage": "staging", "dev": "development", "mac": "macos"}
+_QUANTIFIERS = {
+    "all": "all", "every": "all", "entire": "all", "whole": "all", "both": "both",
+    "either": "either",
+}  # fmt: skip
+_AGGREGATES = {
+    "average": "average", "avg": "average", "mean": "average", "median": "median",
+    "total": "total", "sum": "total", "max": "max", "maximum": "max", "peak": "max", "min": "min",
+    "minimum": "min", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99",
+}  # fmt: skip
+_DEICTIC = re.compile(
+    r"\b(?:today|yesterday|tomorrow|tonight|(?:this|last|next|past|previous|coming)\s+"
+    r"(?:\d+\s+)?(?:week|month|year|quarter|sprint|release|weekend|night|morning|day|hour)s?|"
+    r"\d+\s+(?:day|week|month|year|hour)s?\s+ago|so far|right now)\b"
+)
+_DEICTIC_FOLD = {"past": "last", "previous": "last", "coming": "next"}
+_FREQUENCY = [
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("hourly", r"\bhourly\b|\b(?:every|each|per|an|a|/)\s*hour\b"),
+        ("daily", r"\bdaily\b|\b(?:every|each|per|a|/)\s*day\b"),
+        ("nightly", r"\bnightly\b|\b(?:every|each|per|a|/)\s*night\b"),
+        ("weekly", r"\bweekly\b|\b(?:every|each|per|a|/)\s*week\b"),
+        ("monthly", r"\bmonthly\b|\b(?:every|each|per|a|/)\s*month\b"),
+        ("yearly", r"\b(?:yearly|annual|annually)\b|\b(?:every|each|per|a|/)\s*year\b"),
+    )
+]
+# Negation, and the verbs that carry it ("failed to add" asks what "did not add" asks).
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|without|none|cannot|nothing|nobody|neither|nor|unable to|"
+    r"fail(?:s|ed|ing)? to|refuse[sd]? to)\b"
+)
+# "..., true or not?", "... or not?": a yes-or-no question, not a negation.
+_TAG_QUESTION = re.compile(r",?\s*(?:or not|true or false|yes or no|right|correct)\s*[?.!]*\s*$")
+_AUX = r"(?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had|am|'s|'re)"
+_FOCUS_PATTERNS = [
+    ("why", r"\bwhy\b|\bhow come\b|\bcaus(?:e|ed|es|ing)\b|\breasons?\b|\bbehind\b|"
+            r"\bwent wrong\b|\bgoing wrong\b|\bprompted\b|\bwhat made\b|\bwhat is making\b|"
+            r"\bwhat's making\b|\bled to\b|\bexplanation\b|\bresponsible for\b"),
+    ("when", rf"\bwhen\s+{_AUX}\b|^when\b|\bwhat (?:time|date|day)\b|\bwhich (?:day|date)\b|"
+             r"\bwhat hour\b|\bon what date\b"),
+    ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\bwhich (?:team|person|engineer|people|owner|group)\b|"
+            r"\bowner\b|\bowns\b|\bapprover\b"),
+    ("where", rf"\bwhere\s+{_AUX}\b|^where\b|\bwhere's\b|\bwhich (?:file|directory|folder|repo|"
+              r"repository|module|path|package|region|bucket)\b|\bwhat (?:file|directory|path|"
+              r"location)\b|\blocation of\b"),
+    ("how_long", r"\bhow long\b|\bhow much time\b|\bduration\b|\bhow many (?:minutes|hours|days|"
+                 r"seconds|weeks)\b"),
+    ("how_many", r"\bhow many\b|\bnumber of\b|\bwhat number\b|\bcount\b|\bhow often\b|"
+                 r"\btotal (?:of|number)\b"),
+    ("how_much", r"\bhow much\b|\bcost\b|\bprice\b|\bspend\b|\bbill\b"),
+    ("how_to", r"\bhow (?:do|can|should|would|could|does) (?:i|we|you|one|someone)\b|\bhow to\b|"
+               r"\bsteps\b|\bprocess for\b|\bway to\b|\bprocedure\b|"
+               r"\bwhat (?:can|should|must|do|could) (?:i|we|you|one) do\b"),
+    ("how", r"^how (?:is|are|was|were|does|do|did|will|would|has|have)\b(?! (?:i|we|you|one)\b)"),
+    ("experience", r"\bwhat (?:is|was|'s) it like\b|\bhow does it feel\b"),
+    ("share", r"\bwhat (?:percent|percentage|share|fraction|proportion|ratio)\b|\bhow much of\b|"
+              r"\bwhat % "),
+]  # fmt: skip
+FOCUS = [(name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _FOCUS_PATTERNS]
+YES_NO = re.compile(
+    r"(?i)\bis it (?:true|right|correct|the case)(?: that)?\b|\b(?:can you )?confirm(?:ing)?"
+    r"(?: (?:that|if|whether))?\b|^(?:is|are|was|were|does|do|did|can|could|has|have|had|should|"
+    r"will|would|isn't|aren't|doesn't|didn't|hasn't|haven't|won't)\b|\btrue or (?:false|not)\b|"
+    r"\bor not\b|\by/n\b|\byes or no\b|\bwhether\b"
+)
+# "what" asks for a thing, which may be a quantity: "what CPU request" / "how much CPU".
+_WHAT_COMPATIBLE = frozenset({"what", "how_many", "how_much", "how_long"})
+_CALENDAR = frozenset(MONTHS) - {"may"} | frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday q1 q2 q3 q4 h1 h2".split()
+)
+_NOT_SUPERLATIVE = frozenset(
+    "request interest latest test suggest digest contest harvest forest manifest honest modest "
+    "invest ingest protest rest west guest quest nest chest attest arrest unrest".split()
+)
+# A capitalised word that does not start a sentence: a product, team or tier name.
+_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b([A-Z][a-z]+[A-Za-z]*)\b")
+_PARTICLE_UP = re.compile(
+    r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
+    r"start|mark|scale)[\s-]+up\b"
+)
+
+
+@dataclass(frozen=True)
+class Slots:
+    """What one question says in each slot."""
+
+    focus: frozenset[str]
+    negation: bool
+    polarity: frozenset[tuple[int, int]]
+    polar_words: tuple[str, ...]
+    environments: frozenset[str]
+    quantifiers: frozenset[str]
+    aggregates: frozenset[str]
+    deictic: frozenset[str]
+    frequency: frozenset[str]
+    numbers: tuple[str, ...]
+    identifiers: frozenset[str]
+    superlatives: frozenset[str]
+    names: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A slot in which two questions differ, with what each side says in it."""
+
+    slot: str
+    asked: tuple[str, ...]
+    stored: tuple[str, ...]
+
+
+def _environment(word: str) -> str | None:
+    if word in _ENVIRONMENTS:
+        return _ENVIRONMENT_FOLD.get(word, word)
+    if len(word) >= 6 and not is_common(word):  # "prodution" is a slip for "production"
+        for known in _ENVIRONMENTS:
+            if len(known) >= 6 and same_word(canonical(word), word, canonical(known), known):
+                return _ENVIRONMENT_FOLD.get(known, known)
+    return None
+
+
+def names(text: str) -> frozenset[str]:
+    """Capitalised words inside a sentence ("Okta", "Premium"), months and function words aside."""
+    found = (m.lower() for m in _NAME.findall(prepare(text).strip()))
+    return frozenset(
+        n for n in found if n not in FUNCTION_WORDS and n not in _CALENDAR and n != "may"
+    )
+
+
+def focus(text: str) -> frozenset[str]:
+    """The kinds of answer a question asks for; {"what"} for a bare what/which question."""
+    low = _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
+    found = frozenset(name for name, pattern in FOCUS if pattern.search(low))
+    if not found and re.search(r"\b(?:what|which|whats)\b", low):
+        return frozenset({"what"})
+    if not found and YES_NO.search(" ".join(text.lower().split())):
+        return frozenset({"yes_no"})
+    return found
+
+
+@lru_cache(maxsize=65_536)
+def slots(text: str) -> Slots:
+    """What a question says in each slot."""
+    low = " ".join(prepare(text).lower().split())
+    low = _TAG_QUESTION.sub("", low)
+    toks = words(text)
+    surfaces = [t.surface for t in toks]
+    without_frequency = low
+    for _name, pattern in _FREQUENCY:
+        without_frequency = pattern.sub(" ", without_frequency)
+    polar_text = _PARTICLE_UP.sub(" ", low)  # "sign-up", "set up": a particle, not a direction
+    polar = [(w, _polar_places(w)) for w in re.findall(r"[a-z]+", polar_text)]
+    return Slots(
+        focus=focus(text),
+        negation=bool(_NEGATION.search(low)),
+        polarity=frozenset(place for _w, places in polar for place in places),
+        polar_words=tuple(w for w, places in polar if places),
+        environments=frozenset(e for e in map(_environment, surfaces) if e),
+        quantifiers=frozenset(
+            _QUANTIFIERS[w] for w in re.findall(r"[a-z]+", without_frequency) if w in _QUANTIFIERS
+        ),
+        aggregates=frozenset(_AGGREGATES[s] for s in surfaces if s in _AGGREGATES),
+        deictic=frozenset(
+            " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
+        ),
+        frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
+        numbers=tuple(
+            sorted(
+                [t.key for t in toks if t.kind == "id" and any(c.isdigit() for c in t.key)]
+                + [s for s in surfaces if s in _CALENDAR]
+                + ["may"] * len(re.findall(r"\bmay\s+\d", low))
+            )
+        ),
+        identifiers=frozenset(
+            t.key for t in toks if t.kind == "id" and not any(c.isdigit() for c in t.key)
+        ),
+        superlatives=frozenset(
+            s for s in surfaces if len(s) > 4 and s.endswith("est") and s not in _NOT_SUPERLATIVE
+        ),
+        names=names(text),
+    )
+
+
+def is_subsequence(short: str, long: str) -> bool:
+    letters = iter(long)
+    return all(ch in letters for ch in short)
+
+
+def part_match(a: str, b: str) -> bool:
+    """One part of an identifier written two ways: the same, a slip, or an abbreviation."""
+    if a == b or same_word(a, a, b, b):
+        return True
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 2 and short[0] == long[0] and is_subsequence(short, long)
+
+
+def _parts(identifier: str) -> list[str]:
+    return [p for p in re.split(r"[-_./:]", identifier) if p]
+
+
+def _same_identifier(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    for sep in "./:":
+        if a.endswith(sep + b) or b.endswith(sep + a):
+            return True  # "orders_daily" / "analytics.orders_daily"
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    if common >= 6 and common >= max(len(a), len(b)) - 3:
+        return True  # "oomkills" / "oomkilled"
+    pa, pb = _parts(a), _parts(b)
+    return len(pa) == len(pb) > 1 and all(map(part_match, pa, pb))  # "cert-mgr" / "cert-manager"
+
+
+def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
+    """Whether the other question names this identifier, perhaps written another way."""
+    for word in other:
+        if _same_identifier(identifier, word.key):
+            return True
+        if word.kind == "word" and identifier.replace("_", "") == word.surface:
+            return True
+    surfaces = [w.surface for w in other]
+    flat = re.sub(r"[^a-z0-9]", "", identifier)
+    for i in range(len(surfaces)):
+        joined = ""
+        for surface in surfaces[i : i + 4]:
+            joined += surface  # "FeatureView" / "feature view", "main-branch" / "main branch"
+            if joined == flat or (joined.rstrip("s") == flat.rstrip("s") and len(joined) > 4):
+                return True
+    parts = _parts(identifier)
+    if len(parts) > 1 and all(p.isalpha() for p in parts):
+        rest = iter(surfaces)  # its parts in order, a word or two apart: "finance schema's invoices"
+        return all(any(part_match(p, s) for s in rest) for p in parts)
+    return False
+
+
+def _name_covered(name: str, other: tuple[Word, ...]) -> bool:
+    folded = canonical(name)
+    for word in other:
+        if word.surface == name or word.key == folded:
+            return True
+        if same_word(folded, name, word.key, word.surface):
+            return True
+        if word.kind == "id" and (name in _parts(word.surface) or identifier_covered(name, (word,))):
+            return True
+        short = word.surface  # "tf" for Terraform, "PG" for Postgres, "GH" for GitHub
+        if len(short) <= 4 and len(name) >= 2 * len(short) and part_match(short, name):
+            return True
+    return False
+
+
+def differences(asked: str, stored: str) -> list[Difference]:
+    """The slots in which a turn differs from a stored question (none: they may be one)."""
+    a, b = slots(asked), slots(stored)
+    found: list[Difference] = []
+
+    def differ(slot: str, mine: object, theirs: object) -> None:
+        def shown(value: object) -> tuple[str, ...]:
+            if isinstance(value, bool):
+                return ("not",) if value else ()
+            assert isinstance(value, frozenset | tuple)
+            return tuple(sorted(str(v) for v in value))
+
+        found.append(Difference(slot, shown(mine), shown(theirs)))
+
+    if a.focus and b.focus and not (a.focus & b.focus):
+        if not ({"what"} & (a.focus | b.focus) and (a.focus | b.focus) <= _WHAT_COMPATIBLE):
+            differ("focus", a.focus, b.focus)
+    if a.negation != b.negation:
+        differ("negation", a.negation, b.negation)
+    for row in {r for r, _ in a.polarity} & {r for r, _ in b.polarity}:
+        if {s for r, s in a.polarity if r == row} != {s for r, s in b.polarity if r == row}:
+            differ("polarity", a.polar_words, b.polar_words)
+            break
+    if a.environments != b.environments:
+        differ("environment", a.environments, b.environments)
+    if a.quantifiers != b.quantifiers:
+        differ("quantifier", a.quantifiers, b.quantifiers)
+    if a.aggregates and b.aggregates and a.aggregates != b.aggregates:
+        differ("aggregate", a.aggregates, b.aggregates)
+    if a.deictic != b.deictic:
+        differ("time", a.deictic, b.deictic)
+    if a.frequency and b.frequency and a.frequency != b.frequency:
+        differ("frequency", a.frequency, b.frequency)
+    if a.numbers != b.numbers:
+        differ("number", a.numbers, b.numbers)
+    if a.superlatives != b.superlatives:
+        differ("degree", a.superlatives, b.superlatives)
+    ta, tb = words(asked), words(stored)
+    missing_a = frozenset(n for n in a.names if not _name_covered(n, tb))
+    missing_b = frozenset(n for n in b.names if not _name_covered(n, ta))
+    if missing_a or missing_b:
+        differ("name", missing_a, missing_b)
+    lone_a = frozenset(i for i in a.identifiers if not identifier_covered(i, tb))
+    lone_b = frozenset(i for i in b.identifiers if not identifier_covered(i, ta))
+    if lone_a or lone_b:
+        differ("identifier", lone_a, lone_b)
+    return found

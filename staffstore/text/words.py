@@ -1,0 +1,198 @@
+"""The words of a question as the soft comparison reads them: identifiers kept whole, numbers
+with their units apart, dates spelled one way, every other word folded (lexicon.canonical).
+
+matching.normalize reduces a question to a search key for the strict test; this module keeps
+more of what was typed (how an identifier was written, which words are function words), because
+the soft comparison weighs each word: an identifier or a rare word says more than "the".
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Literal
+
+from .lexicon import canonical
+
+WordKind = Literal["word", "id", "func"]
+
+#: Function words, pronouns, auxiliaries, particles, prepositions and light verbs: they shape a
+#: question without saying what it is about ("the", "could", "up", "after", "use"). Negation,
+#: direction ("before"/"after") and time are compared as slots (slots.py), not here.
+FUNCTION_WORDS = frozenset(
+    """
+    a an the and or but nor so yet of to in on at by for from with as into onto about over under
+    than then there here i me my mine we us our you your he him his she her they them their it its
+    this that these those is are am be been being was were do does did doing done has have had
+    having will would shall should can could may might must what which how whats hows whatre
+    please thanks thank hi hey hello just also really actually currently basically exactly
+    get got gets some any up down off out
+    after since during within before until through past beyond above below across against per
+    via around inside near like following
+    use uses used using take takes took taking need needs needed make makes made set sets
+    """.split()
+)
+
+MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_MONTH_ABBREVIATIONS = {
+    "jan": "january", "feb": "february", "mar": "march", "apr": "april", "jun": "june",
+    "jul": "july", "aug": "august", "sep": "september", "sept": "september", "oct": "october",
+    "nov": "november", "dec": "december",
+}  # fmt: skip
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "fifteen": "15", "twenty": "20", "thirty": "30", "fifty": "50", "hundred": "100",
+    "single": "1", "percent": "%",
+}  # fmt: skip
+_UNITS = {
+    "h": "hour", "hr": "hour", "hrs": "hour", "m": "minute", "min": "minute", "mins": "minute",
+    "s": "second", "sec": "second", "secs": "second", "d": "day", "ms": "millisecond",
+    "k": "thousand", "gb": "gb", "mb": "mb", "tb": "tb", "x": "times",
+}  # fmt: skip
+
+# Superscript and subscript digits are another number, not the digit: "10⁶" is a million, "x₂"
+# is not "x2". They become "^6" and "_2" before anything else reads the text.
+_RAISED = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+_LOWERED = str.maketrans("₀₁₂₃₄₅₆₇₈₉₊₋", "0123456789+-")
+_RAISED_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
+_LOWERED_RUN = re.compile("[₀₁₂₃₄₅₆₇₈₉₊₋]+")
+
+
+def mark_script_digits(text: str) -> str:
+    """Superscript and subscript digits as "^n" and "_n", so they never read as plain digits."""
+    text = _RAISED_RUN.sub(lambda m: "^" + m[0].translate(_RAISED), text)
+    return _LOWERED_RUN.sub(lambda m: "_" + m[0].translate(_LOWERED), text)
+
+
+# A token: a word, an identifier with its inner punctuation ("analytics.orders_daily",
+# "prod-us-east", "10^6"), or one symbol worth keeping.
+_TOKEN = re.compile(r"[^\W_]+(?:[._/:@+#\-^][^\W_]+)*%?|_[^\W_]+|[%$#]|[^\s\w]")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_SLASH_DATE = re.compile(r"\b(1[0-2]|0?[1-9])/([12]\d|3[01]|0?[1-9])\b(?!/)")
+_NUMBER_UNIT = re.compile(
+    r"\b(\d+(?:\.\d+)?)(h|hr|hrs|m|min|mins|s|sec|secs|d|ms|k|gb|mb|tb|x)\b", re.IGNORECASE
+)
+_VERSION = re.compile(r"v\d+(?:\.\d+)*")
+
+
+@dataclass(frozen=True)
+class Word:
+    """One token of a question: as typed (lower-cased), as compared, and what kind it is."""
+
+    surface: str
+    key: str
+    kind: WordKind
+
+
+@cache
+def _zipf_table() -> dict[str, float]:
+    table: dict[str, float] = {}
+    data = resources.files("staffstore.text") / "data" / "word_zipf.tsv.gz"
+    with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("#"):
+                continue
+            word, value = line.rstrip("\n").split("\t")
+            table[word] = float(value)
+    return table
+
+
+def zipf(word: str) -> float | None:
+    """How common a word is: log10 of its uses per billion words (the: 7.7, terraform: 2.0),
+    or None when it is too rare to be counted."""
+    return _zipf_table().get(word)
+
+
+def is_common(word: str) -> bool:
+    found = zipf(word.lower())
+    return found is not None and found >= 3.0
+
+
+def _is_identifier(raw: str) -> bool:
+    if any(ch.isdigit() for ch in raw) or any(ch in raw for ch in "._/:@#+^-"):
+        return True
+    return bool(_CAMEL.search(raw))
+
+
+def _english_parts(raw: str, separator: str) -> list[str] | None:
+    """ "fine-tune", "double-check", "rows/day": common words joined, read as those words;
+    "cert-mgr", "checkout-api", "globex/api" name something and stay whole (None)."""
+    parts = raw.split(separator)
+    if len(parts) > 1 and all(p.isalpha() and is_common(p) for p in parts):
+        return parts
+    return None
+
+
+def _one_is_a_number(raws: list[str], index: int) -> bool:
+    """ "one partition" counts; "quick one,", "which one", "the one that" do not."""
+    previous = raws[index - 1].lower() if index else ""
+    following = raws[index + 1] if index + 1 < len(raws) else ""
+    if previous in {"quick", "the", "this", "that", "which", "any", "each", "every", "no",
+                    "another", "other", "last", "first", "same", "only", "a"}:  # fmt: skip
+        return False
+    return following.isalpha() and following.lower() not in FUNCTION_WORDS
+
+
+def prepare(text: str) -> str:
+    """The text with the spellings the tokenizer should not have to know unified."""
+    text = mark_script_digits(text).replace("\u2019", "'").replace("->", " to ")
+    text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
+    text = re.sub(r"#\s*of\b", "number of", text)
+    text = _SLASH_DATE.sub(lambda m: f"{MONTHS[int(m[1]) - 1]} {int(m[2])}", text)
+    text = _NUMBER_UNIT.sub(lambda m: f"{m[1]} {_UNITS[m[2].lower()]}", text)
+    text = re.sub(r"'s\b", "", text)
+    text = re.sub(r"n't\b", " not", text)
+    return re.sub(r"'(?:d|m|ll|ve|re)\b", "", text, flags=re.IGNORECASE)
+
+
+@lru_cache(maxsize=65_536)
+def words(text: str) -> tuple[Word, ...]:
+    """The tokens of a question, each folded and classified."""
+    out: list[Word] = []
+    raws = _TOKEN.findall(prepare(text))
+    for index, raw in enumerate(raws):
+        if not any(ch.isalnum() for ch in raw) and raw not in "%$#":
+            continue
+        parts = _english_parts(raw, "-") or _english_parts(raw, "/") or [raw]
+        for part in parts:
+            if _is_identifier(part):
+                key = part.lower()
+                out.append(Word(key, key[1:] if _VERSION.fullmatch(key) else key, "id"))
+            else:
+                out.extend(_word(part, raws, index, compound=len(parts) > 1))
+    return tuple(out)
+
+
+def _word(part: str, raws: list[str], index: int, *, compound: bool) -> list[Word]:
+    if not part:
+        return []
+    low = part.lower()
+    acronym = part.isupper() and len(part) >= 2  # "IT", "US", "OR": a name here, not a word
+    if low in _NUMBER_WORDS and not compound and (low != "one" or _one_is_a_number(raws, index)):
+        return [Word(low, _NUMBER_WORDS[low], "id")]
+    low = _MONTH_ABBREVIATIONS.get(low, low)
+    if low in FUNCTION_WORDS or low == "one":
+        return [Word(low, low + "_", "word")] if acronym else [Word(low, low, "func")]
+    return [Word(low, canonical(low), "word")]
+
+
+def content_words(text: str) -> list[Word]:
+    """The words that say what a question is about."""
+    return [w for w in words(text) if w.kind != "func"]
+
+
+def weight(word: Word) -> float:
+    """How much a word says: rare words and identifiers much, common words little."""
+    if word.kind == "id":
+        return 1.5
+    found = zipf(word.surface)
+    if found is None:
+        found = zipf(word.key)
+    return 1.5 if found is None else min(1.5, max(0.1, (7.0 - found) / 3.5))
