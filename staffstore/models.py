@@ -82,6 +82,9 @@ class Turn(_Model):
     repository: str | None = None
     revision: str | None = None
     now: datetime | None = None
+    #: The share of turns that may be served another question's answer (the gate's error
+    #: budget); None takes the default (gate.scoring.DEFAULT_BUDGET).
+    gate_budget: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class Decision(_Model):
@@ -97,6 +100,13 @@ class Decision(_Model):
     #: them: in the turn only, and in the stored question only (empty when only order differs).
     asked_only: list[str] = Field(default_factory=list)
     stored_only: list[str] = Field(default_factory=list)
+    #: When the second look scored the turn: the calibrated threshold `score` was held against,
+    #: and the error budget it was calibrated for. None on a strict match.
+    threshold: float | None = None
+    budget: float | None = None
+    #: When the second look refused the nearest question outright: the slot in which it differs
+    #: ("number", "environment", "focus", ...), "word_order" or "substitution".
+    differs_in: str | None = None
 
     @property
     def hit(self) -> bool:

@@ -1,4 +1,4 @@
-"""Fit the gate's score and calibrate its error budgets; writes staffstore/gate/data/gate_params.json.
+"""Fit the gate's score and calibrate its error budgets (staffstore/gate/data/gate_params.json).
 
     python tools/fit_gate.py [--eval ../shared/eval] [--train ../shared/train]
 
@@ -93,7 +93,8 @@ def workday_pairs(
         mine = subject_text(turn["text"])
         ranked = sorted(subjects, key=lambda cid: -text_cosine(mine, subjects[cid]))
         if turn["claim"] is not None:
-            rows.append((turn["text"], claims[turn["claim"]]["question"], int(turn["label"] == "hit")))
+            own = claims[turn["claim"]]["question"]
+            rows.append((turn["text"], own, int(turn["label"] == "hit")))
         others = [cid for cid in ranked if cid != turn["claim"]][:nearest]
         rows.extend((turn["text"], claims[cid]["question"], 0) for cid in others)
     return rows
@@ -179,7 +180,8 @@ def main() -> None:
     paws_fit = [p for p, i in zip(paws, paws_ids, strict=True) if half(i) == 0]
     paws_cal = [p for p, i in zip(paws, paws_ids, strict=True) if half(i) == 1]
     stsb = [(r["b"], r["a"], int(r["label"])) for r in read_jsonl(stsb_file)]
-    qqp_cal = [(r["b"], r["a"], int(r["label"])) for r in read_jsonl(qqp_file) if half(r["id"]) == 0]
+    qqp = read_jsonl(qqp_file)
+    qqp_cal = [(r["b"], r["a"], int(r["label"])) for r in qqp if half(r["id"]) == 0]
     random.Random(7).shuffle(qqp_cal)
     random.Random(7).shuffle(paws_cal)
     random.Random(7).shuffle(paws_fit)

@@ -35,9 +35,16 @@ from ..store.rows import as_of
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
 from .relative_time import same_period
+from .scoring import DEFAULT_BUDGET, Assessment, default_model
 
 #: Words in more of an owner's questions than this are left out of the widened lookup.
 NEAR_SEARCH_MAX_COUNT = 1_000
+
+#: The second look scores at most this many candidates, nearest first: each costs an alignment.
+SOFT_CANDIDATES = 8
+
+#: How many of an owner's questions that share a rare word the widened lookup reads.
+SIMILAR_LIMIT = 12
 
 #: No stored question is this long; a longer turn is a miss without a lookup.
 MAX_TURN_CHARS = 4_000
@@ -83,6 +90,9 @@ def _miss(
     *,
     asked_only: list[str] | None = None,
     stored_only: list[str] | None = None,
+    threshold: float | None = None,
+    budget: float | None = None,
+    differs_in: str | None = None,
 ) -> Decision:
     return Decision(
         outcome="miss",
@@ -91,6 +101,9 @@ def _miss(
         claim_id=claim.id if claim else None,
         asked_only=asked_only or [],
         stored_only=stored_only or [],
+        threshold=threshold,
+        budget=budget,
+        differs_in=differs_in,
     )
 
 
@@ -152,6 +165,30 @@ def _naming_the_agent(asked: Normalized, text: str, claim: Claim) -> Normalized:
     return normalize(pattern.sub(r"\1", text)) if pattern.search(text) else asked
 
 
+def _second_look(
+    turn: Turn, compared: list[tuple[Claim, Comparison]], threshold: float
+) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
+    """Score the nearest candidates the strict test refused. Returns the claims whose score
+    reaches the threshold (the best one and its restatements), and the nearest assessment."""
+    model = default_model()
+    nearest = sorted(compared, key=lambda pair: -pair[1].similarity)[:SOFT_CANDIDATES]
+    assessed = [(claim, model.assess(turn.text, claim.question)) for claim, _c in nearest]
+    scored = [(claim, a) for claim, a in assessed if a.probability is not None]
+    best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
+    explained = best or (assessed[0] if assessed else None)
+    if best is None or (best[1].probability or 0.0) < threshold:
+        return [], explained
+    # Only the best question and its restatements: two different questions that both score
+    # high must not be read as a conflict between their answers.
+    key = normalize(best[0].question).key
+    same = [
+        (claim, a.probability or 0.0)
+        for claim, a in scored
+        if (a.probability or 0.0) >= threshold and normalize(claim.question).key == key
+    ]
+    return same, explained
+
+
 def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     """The gate's decision for a turn among candidate claims (all of one owner)."""
     now = turn.now or datetime.now(UTC)
@@ -164,48 +201,73 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))
         for claim in candidates
     ]
-    same = [(claim, c) for claim, c in compared if c.same_question]
+    same = [(claim, c.similarity) for claim, c in compared if c.same_question]
+    budget = DEFAULT_BUDGET if turn.gate_budget is None else turn.gate_budget
+    threshold = default_model().threshold(budget)
     if not same:
         if not compared:
             return _miss("follow_up" if _leans_on_context(asked, None) else "no_candidate")
         claim, nearest = max(compared, key=lambda pair: pair[1].similarity)
-        return _miss(
-            _why_different(asked, nearest),
-            nearest.similarity,
-            claim,
-            asked_only=_as_typed(nearest.extra, asked),
-            stored_only=_as_typed(nearest.missing, normalize(claim.question)),
-        )
+        reason = _why_different(asked, nearest)
+        looked: tuple[Claim, Assessment] | None = None
+        if reason != "follow_up":
+            same, looked = _second_look(turn, compared, threshold)
+        if not same:
+            if reason == "below_threshold" and looked is not None and looked[1].probability:
+                # Explain the miss against the question the second look scored highest.
+                claim, assessment = looked
+                return _miss(
+                    "below_threshold",
+                    assessment.probability,
+                    claim,
+                    asked_only=list(assessment.asked_only),
+                    stored_only=list(assessment.stored_only),
+                    threshold=threshold,
+                    budget=budget,
+                )
+            return _miss(
+                reason,
+                nearest.similarity,
+                claim,
+                asked_only=_as_typed(nearest.extra, asked),
+                stored_only=_as_typed(nearest.missing, normalize(claim.question)),
+                threshold=threshold,
+                budget=budget,
+                differs_in=looked[1].reason if looked is not None else None,
+            )
 
-    servable: list[tuple[Claim, Comparison]] = []
+    servable: list[tuple[Claim, float]] = []
     refusals: list[str] = []
-    for claim, comparison in same:
+    for claim, score in same:
         refusal = _freshness(claim, turn, now)
         if refusal is None:
-            servable.append((claim, comparison))
+            servable.append((claim, score))
         else:
             refusals.append(refusal)
     if not servable:
         for reason in ("stale", "changed_requirement", "retracted"):
             if reason in refusals:
-                return _miss(reason, max(c.similarity for _, c in same), same[0][0])
+                return _miss(reason, max(score for _, score in same), same[0][0])
 
     answers = {" ".join(claim.answer.split()).casefold() for claim, _ in servable}
     if len(answers) > 1:
         scopes = {(claim.repository, claim.profile) for claim, _ in servable}
-        best = max(c.similarity for _, c in servable)
+        best = max(score for _, score in servable)
         return _miss("ambiguous" if len(scopes) > 1 else "conflict", best)
 
     # One answer, perhaps stored more than once: serve the newest statement of it.
-    claim, comparison = max(servable, key=lambda pair: pair[0].created_at)
+    claim, score = max(servable, key=lambda pair: pair[0].created_at)
     exact = " ".join(turn.text.split()).casefold() == " ".join(claim.question.split()).casefold()
+    strict = any(c.same_question for other, c in compared if other.id == claim.id)
     return Decision(
         outcome="hit",
         reason="exact" if exact else "paraphrase",
         claim_id=claim.id,
-        score=comparison.similarity,
+        score=score,
         answer=claim.answer,
         claim=claim,
+        threshold=None if strict else threshold,
+        budget=None if strict else budget,
     )
 
 
@@ -241,6 +303,16 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     # lookups slow, and it narrows nothing, so it is left out here.
     near_words = [word for word, count in rarest if count <= NEAR_SEARCH_MAX_COUNT]
     extra = [c for c in store.near_claims(turn.owner, near_words) if c.id not in seen]
+    seen.update(c.id for c in extra)
+    # The second look also reads questions that share any of the turn's rarer words: a
+    # paraphrase may keep the identifier and change every other word.
+    some_words, _ = store.rarest_words(turn.owner, asked.search_words, keep=6)
+    similar_words = [word for word, count in some_words if count <= NEAR_SEARCH_MAX_COUNT]
+    extra += [
+        c
+        for c in store.similar_claims(turn.owner, similar_words, limit=SIMILAR_LIMIT)
+        if c.id not in seen
+    ]
     return decide(turn, candidates + extra) if extra else decision
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -77,6 +77,8 @@ class GateModel:
         if not self.points:
             raise GateParamsError("gate parameters: no calibrated budget")
         self.params = params
+        # Turns repeat, and so do the pairs the second look reads: keep what it found.
+        self.assess = lru_cache(maxsize=65_536)(self._assess)  # type: ignore[method-assign]
 
     def probability(self, values: list[float]) -> float:
         z = self.bias + sum(
@@ -100,6 +102,9 @@ class GateModel:
 
     def assess(self, asked: str, stored: str) -> Assessment:
         """Whether a turn may ask what a stored question asks, and how likely it is to."""
+        return self._assess(asked, stored)
+
+    def _assess(self, asked: str, stored: str) -> Assessment:
         found = differences(asked, stored)
         if found:
             first = found[0]

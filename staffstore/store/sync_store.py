@@ -27,6 +27,7 @@ from .rows import (
     datetime_of,
     epoch_of,
     fts_all,
+    fts_any,
     now_epoch,
     receipt_row,
     row_to_claim,
@@ -103,6 +104,13 @@ class SyncStore(StateTables, SyncJobs):
         rows = self.fetchall(sql + " LIMIT ?", [*params, limit])
         unique = {row[0]: row for row in rows}  # a claim can come from both halves
         return [row_to_claim(row) for row in unique.values()]
+
+    def similar_claims(self, owner: str, words: Sequence[str], *, limit: int = 12) -> list[Claim]:
+        """The owner's claims whose question holds any of `words`, those sharing the rarest
+        first (FTS5's bm25 rank): where the gate's second look finds a rephrased question."""
+        if not words:
+            return []
+        return self.fts_claims(fts_any(words), owner, limit, ranked=True)
 
     def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
         """Claims whose question holds all words of `rare` but one: a typo or one changed word."""

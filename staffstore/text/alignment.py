@@ -16,6 +16,7 @@ tools/fit_gate.py; it is passed in, not known here.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -130,7 +131,7 @@ def order_pieces(a: Alignment) -> int:
     the same order, 2 for one moved phrase, more for words that changed roles."""
     positions = [m for m, s in zip(a.turn_match, a.turn_best, strict=True) if s >= ALIGNED]
     pieces = 1 if positions else 0
-    for previous, current in zip(positions, positions[1:]):
+    for previous, current in itertools.pairwise(positions):
         if current < previous:
             pieces += 1  # a step back is a cut; a gap forward is a word left out
     return pieces

@@ -257,10 +257,28 @@ _FRONTED_CLAUSE = re.compile(
 RULES = (*_CONTRACTIONS, *_REWRITES)
 
 
+# Superscript and subscript digits are another number, not the digit: "10⁶" is a million, "x₂"
+# is not "x2". They become "^6" and "_2" before anything else reads the text.
+_RAISED = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+_LOWERED = str.maketrans("₀₁₂₃₄₅₆₇₈₉₊₋", "0123456789+-")
+_RAISED_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
+_LOWERED_RUN = re.compile("[₀₁₂₃₄₅₆₇₈₉₊₋]+")
+
+
+def mark_script_digits(text: str) -> str:
+    """Superscript and subscript digits as "^n" and "_n", so they never read as plain digits."""
+    text = _RAISED_RUN.sub(lambda m: "^" + m[0].translate(_RAISED), text)
+    return _LOWERED_RUN.sub(lambda m: "_" + m[0].translate(_LOWERED), text)
+
+
+
 def rewrite(text: str) -> str:
     """The question lower-cased and rewritten, ready to be split into tokens."""
+    # Compatibility forms fold to their plain letters (full-width letters are the letters), but a
+    # raised or lowered digit is not the digit: "10⁶" is not "106", "x₂" not "x2".
+    text = unicodedata.normalize("NFKC", mark_script_digits(text))
     # "US" the country, before lower-casing makes it "us" the pronoun.
-    text = _COUNTRY_US.sub("usa", unicodedata.normalize("NFKC", text)).lower()
+    text = _COUNTRY_US.sub("usa", text).lower()
     text = text.replace("\u2019", "'").replace("`", "'")
     for pattern, replacement, needs in RULES:
         if any(map(text.__contains__, needs)):

@@ -77,9 +77,13 @@ def form_similarity(a: Word, b: Word) -> float:
     if len(sa) == len(sb) >= 4 and sorted(sa) == sorted(sb) and sa[0] == sb[0]:
         return 0.9  # letters swapped: "modle" / "model"
     numeronym = _NUMERONYM.match(short)
-    if numeronym and long[0] == numeronym[1] and long[-1] == numeronym[3]:
-        if len(long) - 2 == int(numeronym[2]):
-            return 0.95  # "k8s" / "kubernetes"
+    if (
+        numeronym
+        and long[0] == numeronym[1]
+        and long[-1] == numeronym[3]
+        and len(long) - 2 == int(numeronym[2])
+    ):
+        return 0.95  # "k8s" / "kubernetes"
     if len(short) >= 3 and long.startswith(short):
         return 0.85  # "prod" / "production"
     common = 0
@@ -87,12 +91,12 @@ def form_similarity(a: Word, b: Word) -> float:
         common += 1
     if common >= 5 and common >= 0.7 * len(short):
         return 0.85  # "defined" / "definition", "promoting" / "promotion"
-    if len(short) >= 5 and long.endswith(short):
-        if long[: len(long) - len(short)] not in _NEGATING_PREFIXES:
-            return 0.85  # "scaling" / "autoscaling"
-    if 2 <= len(short) <= 5 and short[0] == long[0] and len(long) >= len(short) + 2:
-        if is_subsequence(short, long):
-            return 0.7  # "hrs" / "hours", "feats" / "features", "db" / "database"
+    prefix = long[: len(long) - len(short)]
+    if len(short) >= 5 and long.endswith(short) and prefix not in _NEGATING_PREFIXES:
+        return 0.85  # "scaling" / "autoscaling"
+    abbreviation = 2 <= len(short) <= 5 and short[0] == long[0] and len(long) >= len(short) + 2
+    if abbreviation and is_subsequence(short, long):
+        return 0.7  # "hrs" / "hours", "feats" / "features", "db" / "database"
     return 0.0
 
 

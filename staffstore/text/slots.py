@@ -347,7 +347,8 @@ def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
                 return True
     parts = _parts(identifier)
     if len(parts) > 1 and all(p.isalpha() for p in parts):
-        rest = iter(surfaces)  # its parts in order, a word or two apart: "finance schema's invoices"
+        # Its parts in order, a word or two apart: "finance schema's invoices".
+        rest = iter(surfaces)
         return all(any(part_match(p, s) for s in rest) for p in parts)
     return False
 
@@ -359,7 +360,9 @@ def _name_covered(name: str, other: tuple[Word, ...]) -> bool:
             return True
         if same_word(folded, name, word.key, word.surface):
             return True
-        if word.kind == "id" and (name in _parts(word.surface) or identifier_covered(name, (word,))):
+        if word.kind == "id" and (
+            name in _parts(word.surface) or identifier_covered(name, (word,))
+        ):
             return True
         short = word.surface  # "tf" for Terraform, "PG" for Postgres, "GH" for GitHub
         if len(short) <= 4 and len(name) >= 2 * len(short) and part_match(short, name):
@@ -381,9 +384,11 @@ def differences(asked: str, stored: str) -> list[Difference]:
 
         found.append(Difference(slot, shown(mine), shown(theirs)))
 
-    if a.focus and b.focus and not (a.focus & b.focus):
-        if not ({"what"} & (a.focus | b.focus) and (a.focus | b.focus) <= _WHAT_COMPATIBLE):
-            differ("focus", a.focus, b.focus)
+    # A bare "what" is compatible with asking for a quantity.
+    asked_for = a.focus | b.focus
+    what_quantity = "what" in asked_for and asked_for <= _WHAT_COMPATIBLE
+    if a.focus and b.focus and not (a.focus & b.focus) and not what_quantity:
+        differ("focus", a.focus, b.focus)
     if a.negation != b.negation:
         differ("negation", a.negation, b.negation)
     for row in {r for r, _ in a.polarity} & {r for r, _ in b.polarity}:

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Literal
 
 from .lexicon import canonical
+from .rewrites import mark_script_digits
 
 WordKind = Literal["word", "id", "func"]
 
@@ -56,20 +57,6 @@ _UNITS = {
     "s": "second", "sec": "second", "secs": "second", "d": "day", "ms": "millisecond",
     "k": "thousand", "gb": "gb", "mb": "mb", "tb": "tb", "x": "times",
 }  # fmt: skip
-
-# Superscript and subscript digits are another number, not the digit: "10⁶" is a million, "x₂"
-# is not "x2". They become "^6" and "_2" before anything else reads the text.
-_RAISED = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
-_LOWERED = str.maketrans("₀₁₂₃₄₅₆₇₈₉₊₋", "0123456789+-")
-_RAISED_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
-_LOWERED_RUN = re.compile("[₀₁₂₃₄₅₆₇₈₉₊₋]+")
-
-
-def mark_script_digits(text: str) -> str:
-    """Superscript and subscript digits as "^n" and "_n", so they never read as plain digits."""
-    text = _RAISED_RUN.sub(lambda m: "^" + m[0].translate(_RAISED), text)
-    return _LOWERED_RUN.sub(lambda m: "_" + m[0].translate(_LOWERED), text)
-
 
 # A token: a word, an identifier with its inner punctuation ("analytics.orders_daily",
 # "prod-us-east", "10^6"), or one symbol worth keeping.
