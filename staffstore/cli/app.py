@@ -206,6 +206,17 @@ AnyOwnerOption = Annotated[
     typer.Option("--owner", callback=utf8, help="Only this owner's rows (default: every owner)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+GateBudgetOption = Annotated[
+    float | None,
+    typer.Option(
+        "--gate-budget",
+        min=0.0,
+        max=1.0,
+        envvar="STAFFSTORE_GATE_BUDGET",
+        help="The gate's error budget: the share of turns that may be served another "
+        "question's answer (0.001 by default; the README's gate card lists the calibrated ones).",
+    ),
+]
 RepositoryOption = Annotated[
     str | None,
     typer.Option("--repository", callback=utf8, help="The repository the question is about."),
@@ -225,7 +236,7 @@ LimitOption = Annotated[
 
 # -- query: the gate's decision, no model call -------------------------------------------------
 
-_QUERY_FIELDS = frozenset({"owner", "text", "session", "repository", "revision"})
+_QUERY_FIELDS = frozenset({"owner", "text", "session", "repository", "revision", "gate_budget"})
 
 
 def _decision_json(decision: Decision) -> dict[str, Any]:
@@ -235,6 +246,9 @@ def _decision_json(decision: Decision) -> dict[str, Any]:
         "answer": decision.answer,
         "claim_id": decision.claim_id,
         "score": decision.score,
+        "threshold": decision.threshold,
+        "budget": decision.budget,
+        "differs_in": decision.differs_in,
         "asked_only": decision.asked_only,
         "stored_only": decision.stored_only,
     }
@@ -244,6 +258,12 @@ def _print_decision(decision: Decision) -> None:
     parts = [decision.outcome, decision.reason]
     if decision.score is not None:
         parts.append(f"score {decision.score:.3f}")
+    if decision.threshold is not None and decision.budget is not None:
+        # The second look's verdict: its score against the threshold calibrated for the budget.
+        sign = ">=" if decision.hit else "<"
+        parts[-1] += f" {sign} threshold {decision.threshold:.3f} (budget {decision.budget:g})"
+    if decision.differs_in is not None:
+        parts.append(f"differs in {decision.differs_in.replace('_', ' ')}")
     if decision.claim_id is not None:
         parts.append(f"{'claim' if decision.hit else 'nearest'} {decision.claim_id}")
     typer.echo("  ".join(parts))
@@ -255,7 +275,7 @@ def _print_decision(decision: Decision) -> None:
         typer.echo(decision.answer)
 
 
-def _turn_from_line(raw: bytes, defaults: dict[str, str]) -> tuple[Turn, Any]:
+def _turn_from_line(raw: bytes, defaults: dict[str, Any]) -> tuple[Turn, Any]:
     """Parse one --jsonl input line into a Turn and the caller's `id`; InputError if bad."""
     obj = parse_json_object(raw)
     ident = obj.pop("id", None)
@@ -270,7 +290,7 @@ def _turn_from_line(raw: bytes, defaults: dict[str, str]) -> tuple[Turn, Any]:
         raise InputError(validation_message(error)) from None
 
 
-async def _query_lines(db: Path, defaults: dict[str, str]) -> dict[str, int]:
+async def _query_lines(db: Path, defaults: dict[str, Any]) -> dict[str, int]:
     """Answer each standard-input line with one output line; count the outcomes."""
     counts = {"hit": 0, "miss": 0, "error": 0}
     stdin = typer.get_binary_stream("stdin")
@@ -309,6 +329,7 @@ def query(
     repository: RepositoryOption = None,
     revision: RevisionOption = None,
     session: SessionOption = None,
+    gate_budget: GateBudgetOption = None,
     as_json: JsonOption = False,
     jsonl: Annotated[
         bool, typer.Option("--jsonl", help="Read queries from stdin, one JSON object a line.")
@@ -328,7 +349,10 @@ def query(
     if jsonl:
         if question is not None:
             raise typer.BadParameter("give a question or --jsonl, not both", param_hint="QUESTION")
-        given = {"owner": owner, "repository": repository, "revision": revision, "session": session}
+        given = {
+            "owner": owner, "repository": repository, "revision": revision, "session": session,
+            "gate_budget": gate_budget,
+        }  # fmt: skip
         defaults = {name: value for name, value in given.items() if value is not None}
         counts = run(_query_lines(db_path(ctx), defaults))
         total = sum(counts.values())
@@ -349,7 +373,7 @@ def query(
             store,
             Turn(
                 owner=owner, text=question, session=session, repository=repository,
-                revision=revision,
+                revision=revision, gate_budget=gate_budget,
             ),
         ),
     )  # fmt: skip
@@ -401,6 +425,7 @@ def ask(
     ] = DEFAULTS.budget,
     repository: RepositoryOption = None,
     revision: RevisionOption = None,
+    gate_budget: GateBudgetOption = None,
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.1, help="Seconds to wait for the model.")
     ] = DEFAULTS.timeout,
@@ -423,6 +448,7 @@ def ask(
             agent=agent,
             repository=repository,
             revision=revision,
+            gate_budget=gate_budget,
         )
         async with (
             StaffStore.open(db_path(ctx)) as store,

@@ -51,6 +51,13 @@ def serve(
         typer.Option(help="forward: send the client's messages as sent; bounded: the working set."),
     ] = None,
     budget: Annotated[int | None, typer.Option(help="Token budget of a bounded prompt.")] = None,
+    gate_budget: Annotated[
+        float | None,
+        typer.Option(
+            help="The gate's error budget: the share of turns that may be served another "
+            "question's answer (0.001 by default; see the README's gate card)."
+        ),
+    ] = None,
     max_body_bytes: Annotated[
         int | None, typer.Option(help="Largest request body accepted (413 beyond).")
     ] = None,
@@ -81,6 +88,7 @@ def serve(
             default_owner=default_owner,
             working_set=working_set,
             budget=budget,
+            gate_budget=gate_budget,
             max_body_bytes=max_body_bytes,
             timeout=timeout,
             upstream_retries=upstream_retries,

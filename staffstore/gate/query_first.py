@@ -231,8 +231,6 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
                 claim,
                 asked_only=_as_typed(nearest.extra, asked),
                 stored_only=_as_typed(nearest.missing, normalize(claim.question)),
-                threshold=threshold,
-                budget=budget,
                 differs_in=looked[1].reason if looked is not None else None,
             )
 

@@ -424,7 +424,10 @@ class Proxy:
         if chat.controls.no_cache:
             return Decision(outcome="miss", reason="no_cache"), None
         # Both lookups in one trip to the store's thread: this is on every request's path.
-        return await self.store.run_sync(lambda store: _answer_from_store(store, owner, chat))
+        budget = self.config.gate_budget
+        return await self.store.run_sync(
+            lambda store: _answer_from_store(store, owner, chat, budget)
+        )
 
     async def _serve_hit(
         self, turn: _Turn, chat: ChatRequest, decision: Decision, kept: KeptAnswer | None
@@ -753,7 +756,7 @@ def _status_of(error: UpstreamError | None) -> ReceiptStatus:
 
 
 def _answer_from_store(
-    store: SyncStore, owner: str, chat: ChatRequest
+    store: SyncStore, owner: str, chat: ChatRequest, gate_budget: float | None = None
 ) -> tuple[Decision, KeptAnswer | None]:
     """_look_up's work, on the store's thread: a kept answer, else the gate's decision."""
     controls = chat.controls
@@ -764,7 +767,8 @@ def _answer_from_store(
         return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer), kept
     if chat.claims_refused is not None or chat.turn is None:
         return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None
-    return query_first_sync(store, Turn(owner=owner, text=chat.turn)), None
+    turn = Turn(owner=owner, text=chat.turn, gate_budget=gate_budget)
+    return query_first_sync(store, turn), None
 
 
 def _utf8_size(text: str | None) -> int:

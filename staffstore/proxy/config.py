@@ -103,6 +103,8 @@ class ServeConfig:
     #: "forward" sends the client's messages as sent; "bounded" sends the working set.
     working_set: WorkingSetMode = "forward"
     budget: int = DEFAULT_BUDGET
+    #: The gate's error budget for this server's turns (None: the gate's default).
+    gate_budget: float | None = None
     max_body_bytes: int = 8 * 1024 * 1024
     timeout: float = 60.0
     upstream_retries: int = 2
@@ -226,6 +228,15 @@ def _file_keys(owners: list[Any], path: Path) -> dict[str, OwnerKey]:
     return keys
 
 
+def _gate_budget(value: Any) -> float | None:
+    """The gate's error budget from a flag or the config file: a share between 0 and 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InputError(f"gate_budget must be a number from 0 to 1, not {value!r}")
+    return float(value)
+
+
 def build_config(
     *,
     config_file: Path | None = None,
@@ -239,6 +250,7 @@ def build_config(
     default_owner: str | None = None,
     working_set: str | None = None,
     budget: int | None = None,
+    gate_budget: float | None = None,
     max_body_bytes: int | None = None,
     timeout: float | None = None,
     upstream_retries: int | None = None,
@@ -286,6 +298,7 @@ def build_config(
         default_owner=pick(default_owner, "default_owner", DEFAULTS.default_owner),
         working_set=cast(WorkingSetMode, mode),
         budget=pick(budget, "budget", DEFAULTS.budget),
+        gate_budget=_gate_budget(pick(gate_budget, "gate_budget", None)),
         max_body_bytes=pick(max_body_bytes, "max_body_bytes", DEFAULTS.max_body_bytes),
         timeout=float(pick(timeout, "timeout", DEFAULTS.timeout)),
         upstream_retries=pick(upstream_retries, "upstream_retries", DEFAULTS.upstream_retries),

@@ -14,7 +14,7 @@ them, and a question differs from a stored one when any slot differs:
     aggregate    average/median/p99, when both sides name one
     time         today, yesterday, last week, 3 days ago
     frequency    daily/nightly/weekly, when both sides name one
-    number       numbers, versions, dates and months
+    number_or_date  numbers, versions, dates, months and weekdays
     degree       superlatives ("fastest")
     identifier   acme/api, analytics.orders_daily, checkout-api
     name         capitalised names inside a sentence (Okta, Premium)
@@ -406,7 +406,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if a.numbers != b.numbers:
-        differ("number", a.numbers, b.numbers)
+        differ("number_or_date", a.numbers, b.numbers)
     if a.superlatives != b.superlatives:
         differ("degree", a.superlatives, b.superlatives)
     ta, tb = words(asked), words(stored)
