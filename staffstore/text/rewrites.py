@@ -258,7 +258,7 @@ RULES = (*_CONTRACTIONS, *_REWRITES)
 
 
 # Superscript and subscript digits are another number, not the digit: "10⁶" is a million, "x₂"
-# is not "x2". They become "^6" and "_2" before anything else reads the text.
+# is not "x2". They become "^6" and "~2" before anything else reads the text.
 _RAISED = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
 _LOWERED = str.maketrans("₀₁₂₃₄₅₆₇₈₉₊₋", "0123456789+-")
 _RAISED_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
@@ -266,9 +266,9 @@ _LOWERED_RUN = re.compile("[₀₁₂₃₄₅₆₇₈₉₊₋]+")
 
 
 def mark_script_digits(text: str) -> str:
-    """Superscript and subscript digits as "^n" and "_n", so they never read as plain digits."""
+    """Superscript and subscript digits as "^n" and "~n", so they never read as plain digits."""
     text = _RAISED_RUN.sub(lambda m: "^" + m[0].translate(_RAISED), text)
-    return _LOWERED_RUN.sub(lambda m: "_" + m[0].translate(_LOWERED), text)
+    return _LOWERED_RUN.sub(lambda m: "~" + m[0].translate(_LOWERED), text)
 
 
 

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from .lexicon import canonical
 from .spelling import same_word
-from .words import FUNCTION_WORDS, MONTHS, Word, is_common, prepare, words
+from .words import FUNCTION_WORDS, MONTHS, Word, is_common, month, prepare, words
 
 # Opposites: a word of one side of a row against a word of the other is another question.
 _POLARITY_ROWS = [
@@ -238,7 +238,7 @@ def _environment(word: str) -> str | None:
 
 def names(text: str) -> frozenset[str]:
     """Capitalised words inside a sentence ("Okta", "Premium"), months and function words aside."""
-    found = (m.lower() for m in _NAME.findall(prepare(text).strip()))
+    found = (month(m.lower()) for m in _NAME.findall(prepare(text).strip()))
     return frozenset(
         n for n in found if n not in FUNCTION_WORDS and n not in _CALENDAR and n != "may"
     )
@@ -253,6 +253,15 @@ def focus(text: str) -> frozenset[str]:
     if not found and YES_NO.search(" ".join(text.lower().split())):
         return frozenset({"yes_no"})
     return found
+
+
+_NUMERONYM = re.compile(r"^[a-z]\d+[a-z]$")
+
+
+def _is_number(key: str) -> bool:
+    """Whether an identifier says a number: "v2", "40%", "p99", "x^2", but not "k8s" or "i18n",
+    which are words shortened to their outer letters and a count (numeronyms)."""
+    return any(c.isdigit() for c in key) and not _NUMERONYM.match(key)
 
 
 @lru_cache(maxsize=65_536)
@@ -283,14 +292,12 @@ def slots(text: str) -> Slots:
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
         numbers=tuple(
             sorted(
-                [t.key for t in toks if t.kind == "id" and any(c.isdigit() for c in t.key)]
+                [t.key for t in toks if t.kind == "id" and _is_number(t.key)]
                 + [s for s in surfaces if s in _CALENDAR]
                 + ["may"] * len(re.findall(r"\bmay\s+\d", low))
             )
         ),
-        identifiers=frozenset(
-            t.key for t in toks if t.kind == "id" and not any(c.isdigit() for c in t.key)
-        ),
+        identifiers=frozenset(t.key for t in toks if t.kind == "id" and not _is_number(t.key)),
         superlatives=frozenset(
             s for s in surfaces if len(s) > 4 and s.endswith("est") and s not in _NOT_SUPERLATIVE
         ),
@@ -308,6 +315,9 @@ def part_match(a: str, b: str) -> bool:
     if a == b or same_word(a, a, b, b):
         return True
     short, long = (a, b) if len(a) <= len(b) else (b, a)
+    numeronym = _NUMERONYM.match(short)
+    if numeronym and long[0] == short[0] and long[-1] == short[-1]:
+        return len(long) - 2 == int(short[1:-1])  # "k8s" / "kubernetes"
     return len(short) >= 2 and short[0] == long[0] and is_subsequence(short, long)
 
 
@@ -318,6 +328,8 @@ def _parts(identifier: str) -> list[str]:
 def _same_identifier(a: str, b: str) -> bool:
     if a == b:
         return True
+    if _NUMERONYM.match(a) or _NUMERONYM.match(b):
+        return part_match(a, b)
     for sep in "./:":
         if a.endswith(sep + b) or b.endswith(sep + a):
             return True  # "orders_daily" / "analytics.orders_daily"
@@ -333,7 +345,7 @@ def _same_identifier(a: str, b: str) -> bool:
 def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
     """Whether the other question names this identifier, perhaps written another way."""
     for word in other:
-        if _same_identifier(identifier, word.key):
+        if _same_identifier(identifier, word.key) or _same_identifier(identifier, word.surface):
             return True
         if word.kind == "word" and identifier.replace("_", "") == word.surface:
             return True
@@ -360,14 +372,12 @@ def _name_covered(name: str, other: tuple[Word, ...]) -> bool:
             return True
         if same_word(folded, name, word.key, word.surface):
             return True
-        if word.kind == "id" and (
-            name in _parts(word.surface) or identifier_covered(name, (word,))
-        ):
+        if word.kind == "id" and name in _parts(word.surface):
             return True
         short = word.surface  # "tf" for Terraform, "PG" for Postgres, "GH" for GitHub
         if len(short) <= 4 and len(name) >= 2 * len(short) and part_match(short, name):
             return True
-    return False
+    return identifier_covered(name, other)  # "FeatureView" / "feature view"
 
 
 def differences(asked: str, stored: str) -> list[Difference]:

@@ -60,7 +60,7 @@ _UNITS = {
 
 # A token: a word, an identifier with its inner punctuation ("analytics.orders_daily",
 # "prod-us-east", "10^6"), or one symbol worth keeping.
-_TOKEN = re.compile(r"[^\W_]+(?:[._/:@+#\-^][^\W_]+)*%?|_[^\W_]+|[%$#]|[^\s\w]")
+_TOKEN = re.compile(r"[^\W_]+(?:[._/:@+#\-^~][^\W_]+)*%?|[%$#]|[^\s\w]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _SLASH_DATE = re.compile(r"\b(1[0-2]|0?[1-9])/([12]\d|3[01]|0?[1-9])\b(?!/)")
 _NUMBER_UNIT = re.compile(
@@ -97,13 +97,18 @@ def zipf(word: str) -> float | None:
     return _zipf_table().get(word)
 
 
+def month(word: str) -> str:
+    """A month's full name for its abbreviation ("sept" -> "september"), else the word."""
+    return _MONTH_ABBREVIATIONS.get(word, word)
+
+
 def is_common(word: str) -> bool:
     found = zipf(word.lower())
     return found is not None and found >= 3.0
 
 
 def _is_identifier(raw: str) -> bool:
-    if any(ch.isdigit() for ch in raw) or any(ch in raw for ch in "._/:@#+^-"):
+    if any(ch.isdigit() for ch in raw) or any(ch in raw for ch in "._/:@#+^~-"):
         return True
     return bool(_CAMEL.search(raw))
 
@@ -164,7 +169,7 @@ def _word(part: str, raws: list[str], index: int, *, compound: bool) -> list[Wor
     acronym = part.isupper() and len(part) >= 2  # "IT", "US", "OR": a name here, not a word
     if low in _NUMBER_WORDS and not compound and (low != "one" or _one_is_a_number(raws, index)):
         return [Word(low, _NUMBER_WORDS[low], "id")]
-    low = _MONTH_ABBREVIATIONS.get(low, low)
+    low = month(low)
     if low in FUNCTION_WORDS or low == "one":
         return [Word(low, low + "_", "word")] if acronym else [Word(low, low, "func")]
     return [Word(low, canonical(low), "word")]

@@ -1,0 +1,224 @@
+"""The gate's second look: slots that must agree, the alignment's refusals, the calibrated
+score and its error budget, on real stores and through the CLI."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from staffstore.gate import query_first
+from staffstore.gate.scoring import DEFAULT_BUDGET, GateModel, GateParamsError, default_model
+from staffstore.models import Decision, Turn
+from staffstore.store import StaffStore
+from staffstore.text.alignment import FEATURES
+from staffstore.text.matching import normalize
+from staffstore.text.slots import differences
+
+if TYPE_CHECKING:
+    from conftest import PutClaim
+
+#: The loosest calibrated budget: the second look serves the most here.
+LOOSE = max(default_model().budgets)
+
+
+async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
+    return await query_first(store, Turn(owner="alice", text=text, **fields))
+
+
+# -- slots: a difference in any of them makes two questions ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "slot"),
+    [
+        ("How many 10⁶ requests failed?", "How many 106 requests failed?", "number_or_date"),
+        ("What is x₂ in the migration?", "What is x2 in the migration?", "number_or_date"),
+        ("Why did the deploy fail on Monday?", "Why did the deploy fail on Sunday?",
+         "number_or_date"),
+        ("Why is checkout slow in staging?", "Why is checkout slow in production?", "environment"),
+        ("Why did signups increase in May?", "Why did signups decrease in May?", "polarity"),
+        ("When did the nightly backup fail?", "Why did the nightly backup fail?", "focus"),
+        ("Why does the cache not expire keys?", "Why does the cache expire keys?", "negation"),
+        ("Who owns all the dashboards in Looker?", "Who owns the dashboard in Looker?",
+         "quantifier"),
+        ("What failed in the build yesterday?", "What failed in the build last week?", "time"),
+        ("Is MFA enforced for Okta users?", "Is MFA enforced for Azure users?", "name"),
+        ("Why won't the cart-api HPA scale?", "Why won't the checkout-api HPA scale?",
+         "identifier"),
+        ("Which region has the fastest p99?", "Which region has the slowest p99?", "polarity"),
+    ],
+)
+def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> None:
+    assert slot in [d.slot for d in differences(asked, stored)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("Could you remind me why the nightly backup failed on Sunday?",
+         "Why did the nightly backup fail on Sunday?"),
+        ("orders_daily row count down 40% on Mar 4 - why?",
+         "Why did the row count of analytics.orders_daily drop by 40% on March 4?"),
+        ("what k8s version is prod-us-east running", "Which Kubernetes version is the prod-us-east "
+         "cluster running?"),
+        ("Is customer_dim rebuilt every night, true or not?",
+         "Is it true that the customer_dim table is rebuilt from scratch every night?"),
+        ("How do I register a new FeatureView?", "How do I register a new feature view?"),
+    ],
+)
+def test_what_a_paraphrase_changes_is_no_slot(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+
+
+def test_superscript_and_subscript_digits_never_fold_into_plain_digits() -> None:
+    assert normalize("10⁶ requests").content != normalize("106 requests").content
+    assert normalize("x²").content != normalize("x2").content
+    assert normalize("x₂").content != normalize("x2").content
+    assert normalize("x₂").content != normalize("x²").content
+
+
+# -- the alignment's refusals and the score ------------------------------------------------------
+
+
+def test_two_words_that_traded_places_are_another_question() -> None:
+    found = default_model().assess(
+        "Which flights go from Boston to Denver?", "Which flights go from Denver to Boston?"
+    )
+    assert found.reason == "word_order"
+
+
+def test_a_word_swapped_for_an_unrelated_one_is_a_substitution() -> None:
+    found = default_model().assess(
+        "What caused the Airflow webserver outage on June 12?",
+        "What caused the Airflow scheduler outage on June 12?",
+    )
+    assert found.reason == "substitution"
+    assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
+
+
+def test_a_wrapper_scores_higher_than_an_added_requirement() -> None:
+    model = default_model()
+    wrapped = model.assess(
+        "Could you remind me why the nightly backup failed on Sunday?",
+        "Why did the nightly backup fail on Sunday?",
+    )
+    narrowed = model.assess(
+        "Why did the nightly backup fail on Sunday for the marketplace sellers database?",
+        "Why did the nightly backup fail on Sunday?",
+    )
+    assert wrapped.probability is not None
+    assert narrowed.probability is None or narrowed.probability < wrapped.probability
+
+
+def test_a_larger_budget_never_raises_the_threshold() -> None:
+    model = default_model()
+    thresholds = [model.threshold(b) for b in sorted(model.budgets)]
+    assert thresholds == sorted(thresholds, reverse=True)
+    assert model.threshold(DEFAULT_BUDGET / 10) == model.threshold(min(model.budgets))
+
+
+def test_parameters_fitted_for_other_features_are_refused() -> None:
+    params = dict(default_model().params)
+    params["features"] = [*FEATURES, "something_new"]
+    with pytest.raises(GateParamsError, match="other features"):
+        GateModel(params)
+    with pytest.raises(GateParamsError):
+        GateModel({k: v for k, v in default_model().params.items() if k != "calibration"})
+
+
+# -- on a real store ------------------------------------------------------------------------------
+
+
+async def test_the_second_look_serves_a_paraphrase_within_a_loose_budget(
+    put: PutClaim, store: StaffStore
+) -> None:
+    claim = await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
+    decision = await ask(
+        store, "quick question: why did nightly backup fail sunday", gate_budget=LOOSE
+    )
+    assert (decision.outcome, decision.reason, decision.claim_id) == ("hit", "paraphrase", claim.id)
+    assert decision.budget == LOOSE
+    assert decision.threshold is not None and decision.score is not None
+    assert decision.score >= decision.threshold
+
+
+async def test_at_the_default_budget_the_same_turn_misses_and_says_by_how_much(
+    put: PutClaim, store: StaffStore
+) -> None:
+    claim = await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
+    decision = await ask(store, "quick question: why did nightly backup fail sunday")
+    threshold = default_model().threshold(DEFAULT_BUDGET)
+    assert decision.claim_id == claim.id
+    assert decision.budget == DEFAULT_BUDGET and decision.threshold == threshold
+    assert decision.score is not None
+    assert decision.hit == (decision.score >= threshold)
+
+
+async def test_a_strict_match_carries_no_threshold(put: PutClaim, store: StaffStore) -> None:
+    await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
+    decision = await ask(store, "why did the nightly backup fail on sunday", gate_budget=LOOSE)
+    assert decision.hit and decision.threshold is None and decision.budget is None
+
+
+async def test_a_changed_day_is_never_served_whatever_the_budget(
+    put: PutClaim, store: StaffStore
+) -> None:
+    await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
+    turn = "quick question: why did nightly backup fail monday"
+    decision = await ask(store, turn, gate_budget=1.0)
+    assert decision.outcome == "miss"
+
+
+async def test_superscript_numbers_are_not_served_the_plain_numbers_answer(
+    put: PutClaim, store: StaffStore
+) -> None:
+    await put("How long do 106 requests take on the staging proxy?", "About 2 seconds.")
+    await put("What is x2 in the cost model?", "The egress term.")
+    for text in ("How long do 10⁶ requests take on the staging proxy?",
+                 "What is x² in the cost model?", "What is x₂ in the cost model?"):  # fmt: skip
+        decision = await ask(store, text, gate_budget=1.0)
+        assert decision.outcome == "miss", text
+
+
+async def test_the_second_look_finds_a_question_that_shares_only_a_rare_word(
+    put: PutClaim, store: StaffStore
+) -> None:
+    for n in range(30):  # neighbours that share the common words
+        await put(f"Why did the nightly job {n} fail on Sunday?", f"Reason {n}.")
+    claim = await put(
+        "Which Airflow DAG loads the stripe_charges table into the production warehouse?",
+        "dag_stripe_charges_load.",
+    )
+    decision = await ask(
+        store, "which airflow dag loads stripe_charges into the production warehouse please",
+        gate_budget=LOOSE,
+    )  # fmt: skip
+    assert decision.claim_id == claim.id
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def test_query_json_shows_the_score_the_threshold_and_the_budget(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from staffstore.cli import app
+
+    runner = CliRunner()
+    db = str(tmp_path / "s.db")
+    added = runner.invoke(app, ["--db", db, "claims", "add", "--owner", "acme", "--agent", "ops",
+                                "--question", "Why did the nightly backup fail on Sunday?",
+                                "--answer", "The disk filled up."])  # fmt: skip
+    assert added.exit_code == 0, added.output
+    turn = "quick question: why did nightly backup fail sunday"
+    result = runner.invoke(app, ["--db", db, "query", "--owner", "acme", "--json",
+                                 "--gate-budget", str(LOOSE), turn])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert (shown["outcome"], shown["budget"]) == ("hit", LOOSE)
+    assert shown["score"] >= shown["threshold"]
+    refused = runner.invoke(app, ["--db", db, "query", "--owner", "acme", "--gate-budget", "2",
+                                  "why"])  # fmt: skip
+    assert refused.exit_code == 2
