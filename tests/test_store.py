@@ -425,8 +425,9 @@ KEY_PROBES = [
     "Why are users that have zero orders double charged?",
     "How do I keep going when the build keeps failing?",
     "Which variable is used to set the key we use for hashing passwords?",
+    "How long do 10⁶ requests take when x₂ is full-width \uff21\uff30\uff29 traffic?",
 ]
-KEY_DIGESTS = {12: "9569873b7904e725"}
+KEY_DIGESTS = {13: "720004fc678c1e76"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:

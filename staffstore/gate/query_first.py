@@ -34,6 +34,7 @@ from ..store import StaffStore, SyncStore
 from ..store.rows import as_of
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
+from ..text.words import words
 from .relative_time import same_period
 from .scoring import DEFAULT_BUDGET, Assessment, default_model
 
@@ -189,13 +190,24 @@ def _second_look(
     return same, explained
 
 
+def names_its_subject(text: str) -> bool:
+    """True when the turn names what it is about with an identifier or a number
+    ("analytics.orders_daily", "CVE-2024-22262", "March 4"): an "it" or "this" in such a turn
+    points back at that ("The prod-iam workspace's state: where is it stored?"), not at an
+    earlier turn. The second look then requires the stored question to name the same."""
+    return any(word.kind == "id" for word in words(text))
+
+
 def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     """The gate's decision for a turn among candidate claims (all of one owner)."""
     now = turn.now or datetime.now(UTC)
     asked = normalize(turn.text)
     if not asked.content:
         return _miss("empty")
-    if _FOLLOW_UP_OPENING.match(turn.text) or points_elsewhere(turn.text):
+    self_contained = names_its_subject(turn.text)
+    if _FOLLOW_UP_OPENING.match(turn.text) or (
+        points_elsewhere(turn.text) and not self_contained
+    ):
         return _miss("follow_up")
     compared = [
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))
@@ -206,10 +218,13 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     threshold = default_model().threshold(budget)
     if not same:
         if not compared:
-            return _miss("follow_up" if _leans_on_context(asked, None) else "no_candidate")
+            leans = _leans_on_context(asked, None) and not self_contained
+            return _miss("follow_up" if leans else "no_candidate")
         claim, nearest = max(compared, key=lambda pair: pair[1].similarity)
         reason = _why_different(asked, nearest)
         looked: tuple[Claim, Assessment] | None = None
+        if reason == "follow_up" and self_contained:
+            reason = "below_threshold"
         if reason != "follow_up":
             same, looked = _second_look(turn, compared, threshold)
         if not same:

@@ -27,7 +27,7 @@ import numpy as np
 from .lexicon import canonical
 from .similarity import cosine, similarity, text_cosine
 from .slots import FOCUS, YES_NO, names
-from .words import FUNCTION_WORDS, Word, content_words, weight, words
+from .words import FUNCTION_WORDS, MONTHS, Word, content_words, weight, words
 
 Filler = dict[str, float]
 
@@ -44,6 +44,9 @@ FEATURES = (
     "len_gap", "n_unal_q", "n_unal_c", "min_unal", "context_kept", "shared_mass", "ids_shared",
 )  # fmt: skip
 
+_CALENDAR_WORDS = frozenset(MONTHS) | frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
 _WH = re.compile(r"\b(?:who|when|where|why|what|which|whats)\b", re.IGNORECASE)
 
 
@@ -126,10 +129,18 @@ def substitution(a: Alignment, filler: Filler) -> Substitution:
     return Substitution([w.surface for w in asked], [w.surface for w in stored], closest)
 
 
-def order_pieces(a: Alignment) -> int:
+def order_pieces(a: Alignment, *, plain_only: bool = True) -> int:
     """How many pieces the turn's words must be cut into to lay them in the stored order: 1 for
-    the same order, 2 for one moved phrase, more for words that changed roles."""
-    positions = [m for m, s in zip(a.turn_match, a.turn_best, strict=True) if s >= ALIGNED]
+    the same order, 2 for one moved phrase, more for words that changed roles.
+
+    Numbers, dates and identifiers are pinned by the slots and move freely ("on Sunday",
+    "Sunday's"), so by default only plain words are laid out."""
+    positions = [
+        m
+        for w, m, s in zip(a.turn, a.turn_match, a.turn_best, strict=True)
+        if s >= ALIGNED
+        and (not plain_only or (w.kind == "word" and w.surface not in _CALENDAR_WORDS))
+    ]
     pieces = 1 if positions else 0
     for previous, current in itertools.pairwise(positions):
         if current < previous:
@@ -169,8 +180,10 @@ def swapped(asked: str, stored: str) -> list[str]:
 
 def reordered(asked: str, stored: str, a: Alignment) -> bool:
     """True when the words were rearranged beyond moving one phrase."""
-    pieces = order_pieces(a)
-    return pieces >= 3 or (pieces == 2 and len(names(asked) | names(stored)) >= 2)
+    if order_pieces(a) >= 3:
+        return True
+    # Among names, any move may be a change of roles ("A succeeded B in 1307"): count every word.
+    return order_pieces(a, plain_only=False) >= 2 and len(names(asked) | names(stored)) >= 2
 
 
 def _context_kept(asked: str, stored: str) -> float:
