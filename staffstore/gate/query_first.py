@@ -42,10 +42,10 @@ from .scoring import DEFAULT_BUDGET, Assessment, default_model
 NEAR_SEARCH_MAX_COUNT = 1_000
 
 #: The second look scores at most this many candidates, nearest first: each costs an alignment.
-SOFT_CANDIDATES = 8
+SOFT_CANDIDATES = 3
 
 #: How many of an owner's questions that share a rare word the widened lookup reads.
-SIMILAR_LIMIT = 12
+SIMILAR_LIMIT = 8
 
 #: No stored question is this long; a longer turn is a miss without a lookup.
 MAX_TURN_CHARS = 4_000
@@ -166,13 +166,22 @@ def _naming_the_agent(asked: Normalized, text: str, claim: Claim) -> Normalized:
     return normalize(pattern.sub(r"\1", text)) if pattern.search(text) else asked
 
 
+def _has_digit(word: str) -> bool:
+    return any(ch.isdigit() for ch in word)
+
+
 def _second_look(
     turn: Turn, compared: list[tuple[Claim, Comparison]], threshold: float
 ) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
     """Score the nearest candidates the strict test refused. Returns the claims whose score
     reaches the threshold (the best one and its restatements), and the nearest assessment."""
     model = default_model()
-    nearest = sorted(compared, key=lambda pair: -pair[1].similarity)[:SOFT_CANDIDATES]
+    # A stored question that differs in a number, version or date is another question for the
+    # second look as well (its number slot): no need to read it again.
+    still_open = [
+        (claim, c) for claim, c in compared if not any(map(_has_digit, c.missing | c.extra))
+    ]
+    nearest = sorted(still_open, key=lambda pair: -pair[1].similarity)[:SOFT_CANDIDATES]
     assessed = [(claim, model.assess(turn.text, claim.question)) for claim, _c in nearest]
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]
     best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
@@ -319,7 +328,7 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     seen.update(c.id for c in extra)
     # The second look also reads questions that share any of the turn's rarer words: a
     # paraphrase may keep the identifier and change every other word.
-    some_words, _ = store.rarest_words(turn.owner, asked.search_words, keep=6)
+    some_words, _ = store.rarest_words(turn.owner, asked.search_words, keep=4)
     similar_words = [word for word, count in some_words if count <= NEAR_SEARCH_MAX_COUNT]
     extra += [
         c

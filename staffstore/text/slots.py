@@ -226,12 +226,17 @@ class Difference:
     stored: tuple[str, ...]
 
 
+_LONG_ENVIRONMENTS = tuple(e for e in _ENVIRONMENTS if len(e) >= 6)
+
+
+@lru_cache(maxsize=65_536)
 def _environment(word: str) -> str | None:
     if word in _ENVIRONMENTS:
         return _ENVIRONMENT_FOLD.get(word, word)
     if len(word) >= 6 and not is_common(word):  # "prodution" is a slip for "production"
-        for known in _ENVIRONMENTS:
-            if len(known) >= 6 and same_word(canonical(word), word, canonical(known), known):
+        for known in _LONG_ENVIRONMENTS:
+            close = known[0] == word[0] and abs(len(known) - len(word)) <= 2
+            if close and same_word(canonical(word), word, canonical(known), known):
                 return _ENVIRONMENT_FOLD.get(known, known)
     return None
 

@@ -132,6 +132,7 @@ def _one_is_a_number(raws: list[str], index: int) -> bool:
     return following.isalpha() and following.lower() not in FUNCTION_WORDS
 
 
+@lru_cache(maxsize=65_536)
 def prepare(text: str) -> str:
     """The text with the spellings the tokenizer should not have to know unified."""
     text = mark_script_digits(text).replace("\u2019", "'").replace("->", " to ")
