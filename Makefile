@@ -20,7 +20,8 @@ run: $(BIN)/staffstore
 test: $(BIN)/staffstore
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	# Two workers: most of the suite's time is spent waiting on real processes and servers.
+	$(BIN)/pytest -q -n 2
 
 bench: $(BIN)/staffstore
 	$(BIN)/python benchmarks/bench_store.py
