@@ -89,6 +89,7 @@ def _polarity_index() -> dict[str, frozenset[tuple[int, int]]]:
 _POLARITY = _polarity_index()
 
 
+@lru_cache(maxsize=65_536)
 def _polar_places(word: str) -> frozenset[tuple[int, int]]:
     """Rows and sides of a word, its inflections included ("dropped", "drops", "failing")."""
     forms = [word]
