@@ -70,7 +70,7 @@ _PRONOUNS = {
     "they": "they", "their": "they", "theirs": "they",
 }  # fmt: skip
 
-_NUMBER_WORDS = {
+NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
     "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
@@ -187,7 +187,7 @@ ONE_AS_PRONOUN = frozenset(
     "new old same right wrong".split()
 )
 SECOND_UNIT = frozenset({"seconds", "sec", "secs", "s"})
-COUNTS = frozenset({"a", "an", "per", "few", "several", "couple", *"0123456789", *_NUMBER_WORDS})
+COUNTS = frozenset({"a", "an", "per", "few", "several", "couple", *"0123456789", *NUMBER_WORDS})
 # "ever" after these is part of what is asked: "more than ever", "the first ever".
 EVER_KEEPS = frozenset({"than", "first", "only", "last", "most", "best", "worst", "for"})
 _MODALS = frozenset("can could should would will shall may might must".split())
@@ -249,8 +249,8 @@ def canonical(token: str, *, fold_verb: bool = True) -> str:
     """One token's folded form: a pronoun's person, a number's digits, a synonym's stem."""
     if token in _PRONOUNS:
         return _PRONOUNS[token]
-    if token in _NUMBER_WORDS and token != "one":
-        return _NUMBER_WORDS[token]
+    if token in NUMBER_WORDS and token != "one":
+        return NUMBER_WORDS[token]
     if token.isdigit():
         return str(int(token))  # 0042 -> 42
     word = stem(_SYNONYMS.get(token, token))

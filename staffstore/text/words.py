@@ -15,7 +15,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal
 
-from .lexicon import canonical
+from .lexicon import NUMBER_WORDS, canonical
 from .rewrites import mark_script_digits
 
 WordKind = Literal["word", "id", "func"]
@@ -46,12 +46,8 @@ _MONTH_ABBREVIATIONS = {
     "jul": "july", "aug": "august", "sep": "september", "sept": "september", "oct": "october",
     "nov": "november", "dec": "december",
 }  # fmt: skip
-_NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "fifteen": "15", "twenty": "20", "thirty": "30", "fifty": "50", "hundred": "100",
-    "single": "1", "percent": "%",
-}  # fmt: skip
+# The lexicon's number words, and two more that count: "a single partition", "40 percent".
+_NUMBER_WORDS = {**NUMBER_WORDS, "single": "1", "percent": "%"}
 _UNITS = {
     "h": "hour", "hr": "hour", "hrs": "hour", "m": "minute", "min": "minute", "mins": "minute",
     "s": "second", "sec": "second", "secs": "second", "d": "day", "ms": "millisecond",
