@@ -6,7 +6,8 @@ ARGS holds the database, the runner's root, the request, and a mode:
                is called (the test kills this process with SIGKILL there)
   stall-after  let the runner start the job, write `ready`, then hang before its answer is
                recorded (killed there too)
-A `go` file, when named, is waited for before dispatching, so two workers start together.
+A `go` file, when named, is waited for before dispatching (after touching `ready`), so two
+workers start together; `wait` "no" returns as soon as the job is launched or attached.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class StallingRunner(LocalCommandRunner):
 
 async def main(args: dict[str, str]) -> None:
     go = args.get("go")
+    if args.get("ready") and go:
+        Path(args["ready"]).touch()  # started, and waiting for the go file
     while go and not Path(go).exists():
         time.sleep(0.005)
     request = JobRequest.model_validate_json(args["request"])
@@ -50,7 +53,9 @@ async def main(args: dict[str, str]) -> None:
         else StallingRunner(Path(args["root"]), Path(args["ready"]), mode == "stall-after")
     )
     async with StaffStore.open(args["db"]) as store:
-        dispatch = await ensure_dispatched(store, request, runner, wait=True)
+        dispatch = await ensure_dispatched(
+            store, request, runner, wait=args.get("wait", "yes") == "yes"
+        )
     print(dispatch.model_dump_json())
 
 

@@ -41,12 +41,20 @@ ANSWER = "test_ledger_order fails one run in ten."
 FAST = AttachPolicy(deadline=5.0, poll_limit=20, interval=0.02, wait_timeout=30.0)
 
 
-def job_command(counter: Path, *, finding: bool = True, exit_code: int = 0) -> list[str]:
-    """A command that counts its runs in `counter`, prints a line and reports a finding."""
+def job_command(
+    counter: Path, *, finding: bool = True, exit_code: int = 0, release: Path | None = None
+) -> list[str]:
+    """A command that counts its runs in `counter`, waits for `release` to exist if given,
+    prints a line and reports a finding."""
     script = (
-        "import json, os, sys\n"
+        "import json, os, sys, time\n"
         f"open({str(counter)!r}, 'a').write('ran\\n')\n"
-        "print('scanned 12 files')\n"
+        + (
+            f"while not os.path.exists({str(release)!r}):\n    time.sleep(0.01)\n"
+            if release is not None
+            else ""
+        )
+        + "print('scanned 12 files')\n"
         + (
             "open(os.environ['STAFFSTORE_FINDINGS'], 'a').write(json.dumps("
             f"{{'question': {QUESTION!r}, 'answer': {ANSWER!r}}}) + '\\n')\n"
@@ -449,7 +457,10 @@ async def test_two_processes_racing_on_one_launch_key_launch_once(
 ) -> None:
     async with StaffStore.open(db_path):
         pass  # migrated once, so the race is on the launch and not on the schema
-    job = request(counter, launch_key="race")
+    release = tmp_path / "release"
+    # The job cannot end before the test releases it, so the second dispatcher always meets
+    # it unfinished, however late the machine lets that process start.
+    job = request(counter, launch_key="race", command=job_command(counter, release=release))
     go = tmp_path / "go"
     workers = [
         _worker(
@@ -460,15 +471,24 @@ async def test_two_processes_racing_on_one_launch_key_launch_once(
             request=job.model_dump_json(),
             mode="plain",
             go=str(go),
+            ready=str(tmp_path / f"ready{n}"),
+            wait="no",
         )
         for n in range(2)
     ]
-    await asyncio.sleep(0.5)  # both have started and are polling for the go file
+    for n, worker in enumerate(workers):
+        await _wait_for(tmp_path / f"ready{n}", worker)  # both wait for the go file
     go.touch()
     results = [json.loads(worker.communicate(timeout=60)[0]) for worker in workers]
     assert sorted(result["action"] for result in results) == ["attached", "launched"]
     assert {result["job"]["id"] for result in results} == {results[0]["job"]["id"]}
+    release.touch()
     async with StaffStore.open(db_path) as store:
+        done = await attach_job(
+            store, "alice", results[0]["job"]["id"], LocalCommandRunner(tmp_path / "jobs"),
+            wait=True, policy=FAST,
+        )  # fmt: skip
+        assert done.job.status == "succeeded"
         assert len(await store.list_jobs("alice")) == 1
     assert runs(counter) == 1
 
