@@ -394,6 +394,13 @@ async def test_export_gives_a_subjects_states_by_declared_field(states: AgentSta
     assert state["fields"]["step"]["pii"] is False
 
 
+async def test_a_masked_read_hides_the_fields_declared_pii(states: AgentState) -> None:
+    await states.put("shop", CONVO, {"step": "sizes", "cart_note": "size 42 for Ana"})
+    masked = await states.read("shop", CONVO, mask_pii=True)
+    assert masked.body == {"step": "sizes", "cart_note": "[pii]"}
+    assert (await states.read("shop", CONVO)).body["cart_note"] == "size 42 for Ana"
+
+
 async def test_list_shows_size_version_and_dates_never_content(states: AgentState) -> None:
     await states.put("shop", CONVO, {"step": "sizes", "cart_note": "secret note"})
     (info,) = await states.list()

@@ -157,10 +157,15 @@ def read(
     agent: AgentOption,
     scope_kind: KindOption = None,
     scope_id: IdOption = None,
+    mask_pii: Annotated[
+        bool, typer.Option("--mask-pii", help="Show fields the schema marks pii as [pii].")
+    ] = False,
 ) -> None:
     """Print an agent's state for one scope as JSON: body, version, when it changed."""
     scope = _scope(scope_kind, scope_id)
-    state = with_store(ctx, lambda store: _states(store, owner).read(agent, scope))
+    state = with_store(
+        ctx, lambda store: _states(store, owner).read(agent, scope, mask_pii=mask_pii)
+    )
     print_json(state.model_dump(mode="json"))
 
 

@@ -10,7 +10,7 @@
     GET  /v1/staffstore/agent-state/schemas/{agent}
     PUT  /v1/staffstore/agent-state                 agent, scope, body[, mode, if_version,
                                                     subject]
-    POST /v1/staffstore/agent-state/read            agent, scope
+    POST /v1/staffstore/agent-state/read            agent, scope[, mask_pii]
     GET  /v1/staffstore/agent-state                 sizes, versions and dates, never content
     POST /v1/staffstore/agent-state/export          subject
     POST /v1/staffstore/agent-state/erase           subject, or scope
@@ -102,6 +102,7 @@ class _Put(_Body):
 class _Read(_Body):
     agent: str
     scope: Scope
+    mask_pii: bool = False
 
 
 class _Subject(_Body):
@@ -263,7 +264,7 @@ class StateRoutes:
     async def read(self, request: Request) -> Response:
         states = self._agent_states(request)
         given = await self._body(request, _Read)
-        state = await _acall(lambda: states.read(given.agent, given.scope))
+        state = await _acall(lambda: states.read(given.agent, given.scope, mask_pii=given.mask_pii))
         return JSONResponse({"object": "staffstore.agent_state", **state.model_dump(mode="json")})
 
     async def list_states(self, request: Request) -> Response:

@@ -39,6 +39,7 @@ from .schema import AgentStateSchema, load_schema
 
 Clock = Callable[[], datetime]
 DELETE: dict[str, bool] = {"$delete": True}
+PII_MASK = "[pii]"
 _DAY = 86_400.0
 
 
@@ -139,15 +140,23 @@ class AgentState:
 
     # -- reading and writing --------------------------------------------------------------------
 
-    async def read(self, agent: str, scope: Scope) -> AgentStateRead:
-        """The state of `agent` for `scope`: unexpired fields, the version, when it changed."""
+    async def read(self, agent: str, scope: Scope, *, mask_pii: bool = False) -> AgentStateRead:
+        """The state of `agent` for `scope`: unexpired fields, the version, when it changed.
+
+        `mask_pii` shows each field the schema marks `pii` as PII_MASK, for a person looking
+        at a state rather than the code that keeps it.
+        """
         schema = await self.schema(agent)
         row = await self.store.agent_state(self.owner, agent, scope.kind, self.scope_hash(scope))
         served = _Policy(schema, self.clock().timestamp()).served(row)
         if served is None:
             return AgentStateRead(agent=agent, body={}, version=0)
+        body = served.body
+        if mask_pii and schema is not None:
+            pii = {name for name, spec in schema.fields.items() if spec.pii}
+            body = {name: PII_MASK if name in pii else value for name, value in body.items()}
         return AgentStateRead(
-            agent=agent, body=served.body, version=served.version,
+            agent=agent, body=body, version=served.version,
             updated_at=datetime_at(served.updated_at),
         )  # fmt: skip
 

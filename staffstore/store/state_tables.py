@@ -271,26 +271,18 @@ class StateTables:
         )
         history: list[WorkingEvent] = []
         if events > 0:
-            history = [
-                WorkingEvent(*row)
-                for row in self._rows(
-                    f"SELECT {_EVENT_COLUMNS} FROM working_state_events "
-                    "WHERE owner = ? AND agent = ? ORDER BY id DESC LIMIT ?",
-                    (owner, agent, events),
-                )
-            ]
+            history = self._events(
+                "owner = ? AND agent = ? ORDER BY id DESC LIMIT ?", (owner, agent, events)
+            )
         return WorkingSnapshot(rows, HandoffRow(*found[0]) if found else None, history)
 
     def working_state_chain(self, owner: str, agent: str, key: str) -> list[WorkingEvent]:
         """Every event of one key, oldest first: its whole supersession chain."""
-        return [
-            WorkingEvent(*row)
-            for row in self._rows(
-                f"SELECT {_EVENT_COLUMNS} FROM working_state_events "
-                "WHERE owner = ? AND agent = ? AND key = ? ORDER BY id",
-                (owner, agent, key),
-            )
-        ]
+        return self._events("owner = ? AND agent = ? AND key = ? ORDER BY id", (owner, agent, key))
+
+    def _events(self, where: str, params: Sequence[Any]) -> list[WorkingEvent]:
+        sql = f"SELECT {_EVENT_COLUMNS} FROM working_state_events WHERE {where}"
+        return [WorkingEvent(*row) for row in self._rows(sql, params)]
 
     def change_working_state(
         self,
