@@ -25,7 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from .lexicon import canonical
-from .similarity import cosine, similarity, text_cosine
+from .similarity import similarity, text_cosine
 from .slots import FOCUS, YES_NO, names
 from .words import FUNCTION_WORDS, MONTHS, Word, content_words, weight, words
 
@@ -102,6 +102,7 @@ def align(asked: str, stored: str) -> Alignment:
 
 
 def _light(word: Word, filler: Filler) -> float:
+    """A word's weight, lowered for the words paraphrases add and drop freely."""
     return weight(word) * filler.get(word.key, 1.0)
 
 
@@ -229,7 +230,3 @@ def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[floa
         sum(1 for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED and w.kind == "id"),
     ]
 
-
-def related(word: Word, other: list[Word]) -> float:
-    """The embedding cosine of a word to the closest word of another question."""
-    return max((cosine(word.surface, o.surface) for o in other), default=0.0)
