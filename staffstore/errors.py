@@ -6,6 +6,8 @@
      │    └── MissingScopeKeyError  agent state has no (or too short a) scope key configured
      ├── StoreError              the database cannot be opened or used
      │    ├── CorruptStoreError  the file is not a SQLite database, or is damaged
+     │    ├── ForeignStoreError  the file is another program's SQLite database (left untouched)
+     │    ├── MissingStoreError  no database at that path, and the command would not create one
      │    └── StoreBusyError     another process holds the write lock (try again later)
      ├── NotFoundError           no such claim, receipt or session for this owner
      └── UpstreamError           the model endpoint failed or could not be reached
@@ -47,6 +49,14 @@ class StoreError(StaffstoreError):
 
 class CorruptStoreError(StoreError):
     """The database file is not SQLite, or is damaged."""
+
+
+class ForeignStoreError(StoreError):
+    """The file is another program's SQLite database; staffstore left it untouched."""
+
+
+class MissingStoreError(StoreError):
+    """There is no database at the path, and the caller asked not to create one."""
 
 
 class StoreBusyError(StoreError):

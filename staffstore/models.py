@@ -168,7 +168,11 @@ class Receipt(_Model):
 
 
 class Ledger(_Model):
-    """Totals over receipts. Known usage is summed; turns with unknown usage are counted."""
+    """Totals over receipts. Known usage is summed; turns with unknown usage are counted.
+
+    A request refused before the gate (bad JSON, no messages, an empty question) is not a
+    turn: it is counted in `rejected` only, never as a miss.
+    """
 
     turns: int
     hits: int
@@ -182,10 +186,12 @@ class Ledger(_Model):
     cost_usd: float
     unknown_usage_turns: int
     unknown_cost_turns: int
+    rejected: int = 0
 
     @property
-    def avoidance(self) -> float:
-        return self.avoided_calls / self.turns if self.turns else 0.0
+    def avoidance(self) -> float | None:
+        """Hits per turn; None when there are no turns (nothing to divide, not 0%)."""
+        return self.avoided_calls / self.turns if self.turns else None
 
 
 class TurnResult(_Model):

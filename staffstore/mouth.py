@@ -3,8 +3,10 @@
 Hit: the stored answer, no model call, a receipt with inference_avoided=True. Miss: the bounded
 working set, exactly one call of `chat`, the exchange appended to the session, a receipt with
 the provider's usage (None where it did not say). A failed call is an attempt and is recorded
-as one; a missing API key is not, and is recorded as not attempted. A chat answer is never
-turned into a claim here: claims are verified work, stored by a job, an import or on purpose.
+as one; a missing API key is not, and is recorded as not attempted. A blank question is
+refused before the gate and the model (a "rejected" receipt, nothing sent): there is nothing to
+pay for. A chat answer is never turned into a claim here: claims are verified work, stored by
+a job, an import or on purpose.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import UpstreamError
 from .gate import query_first
-from .models import ChatReply, Message, Receipt, Turn, TurnResult
+from .models import ChatReply, Decision, Message, Receipt, Turn, TurnResult
 from .store import StaffStore
 from .working_set import DEFAULT_BUDGET, build_working_set
 
@@ -64,6 +66,18 @@ async def ensure_mouth(
             finished_at=started + timedelta(milliseconds=elapsed_ms),
             question=turn.text,
             **fields,  # type: ignore[arg-type]
+        )
+
+    if not turn.text.strip():
+        # Nothing to ask: a model would be paid to answer an empty prompt.
+        receipt = finish(
+            outcome="miss", reason="empty", status="rejected", model=None,
+            inference_avoided=False, inference_attempted=False,
+            error="the question is empty: nothing was asked",
+        )  # fmt: skip
+        await store.add_receipt(receipt)
+        return TurnResult(
+            answer=None, decision=Decision(outcome="miss", reason="empty"), receipt=receipt
         )
 
     session_id = (

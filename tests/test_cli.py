@@ -170,6 +170,7 @@ def test_a_megabyte_query_is_a_miss(cli: Cli) -> None:
 
 @pytest.mark.parametrize("text", ["", "   ", "?!"])
 def test_an_empty_query_is_a_miss(cli: Cli, text: str) -> None:
+    ok(cli(*ADD))
     out = json.loads(ok(cli("query", "--owner", "acme", text, "--json")).stdout)
     assert (out["outcome"], out["reason"]) == ("miss", "empty")
 
@@ -212,6 +213,7 @@ def test_jsonl_lines_that_cannot_be_read_become_error_lines(cli: Cli) -> None:
         b"",  # blank: skipped
         b'{"text": "who wrote it"}',  # owner from --owner
     ]
+    ok(cli(*ADD))
     result = ok(cli("query", "--jsonl", "--owner", "acme", input=b"\n".join(lines) + b"\n"))
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["outcome"] for o in out] == ["error"] * 5 + ["miss"]
@@ -357,6 +359,7 @@ def test_list_show_search_and_retract(cli: Cli) -> None:
 
 
 def test_an_unknown_claim_is_one_line_error(cli: Cli) -> None:
+    ok(cli(*ADD))
     assert "not found" in one_line_error(cli("claims", "show", "--owner", "acme", "abcdef12"))
     assert "not found" in one_line_error(cli("claims", "retract", "--owner", "acme", "abcdef12"))
 
@@ -489,6 +492,7 @@ def test_main_returns_1_on_a_failed_command(db: Path, capsys: pytest.CaptureFixt
 
 
 def test_main_returns_0_on_success(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--db", str(db), *ADD]) == 0
     assert main(["--db", str(db), "ledger"]) == 0
     assert main(["--help"]) == 0
 

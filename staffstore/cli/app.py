@@ -99,11 +99,17 @@ def run(work: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(work)
 
 
-def with_store(ctx: typer.Context, call: Callable[[StaffStore], Awaitable[T]]) -> T:
-    """Open the command's store, make one library call on it, and close it (see `run`)."""
+def with_store(
+    ctx: typer.Context, call: Callable[[StaffStore], Awaitable[T]], *, create: bool = True
+) -> T:
+    """Open the command's store, make one library call on it, and close it (see `run`).
+
+    A command that only reads passes `create=False`: a mistyped --db is then an error, not
+    a new empty database that answers "no claims".
+    """
 
     async def work() -> T:
-        async with StaffStore.open(db_path(ctx)) as store:
+        async with StaffStore.open(db_path(ctx), create=create) as store:
             return await call(store)
 
     return run(work())
@@ -295,7 +301,7 @@ async def _query_lines(db: Path, defaults: dict[str, Any]) -> dict[str, int]:
     counts = {"hit": 0, "miss": 0, "error": 0}
     stdin = typer.get_binary_stream("stdin")
     stdout = typer.get_text_stream("stdout")
-    async with StaffStore.open(db) as store:
+    async with StaffStore.open(db, create=False) as store:
         for number, raw in enumerate(stdin, start=1):
             if not raw.strip():
                 continue
@@ -376,6 +382,7 @@ def query(
                 revision=revision, gate_budget=gate_budget,
             ),
         ),
+        create=False,
     )  # fmt: skip
     if as_json:
         print_json(_decision_json(decision))
@@ -469,6 +476,8 @@ def ask(
     elif result.answer is not None:
         typer.echo(result.answer)
     if result.answer is None:
+        if receipt.status == "rejected":
+            fail(f"{receipt.error} (receipt {receipt.id})")
         if receipt.status == "no_api_key":
             fail(
                 f"no API key: set {API_KEY_ENV} to ask a model on a miss "
@@ -494,7 +503,7 @@ def receipts(
     as_json: JsonOption = False,
 ) -> None:
     """Show the most recent receipts, newest first: what each turn did and cost."""
-    found = with_store(ctx, lambda store: store.list_receipts(owner, limit=limit))
+    found = with_store(ctx, lambda store: store.list_receipts(owner, limit=limit), create=False)
     if as_json:
         print_json([receipt.model_dump(mode="json") for receipt in found])
         return
@@ -528,17 +537,19 @@ def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption
     async def both(store: StaffStore) -> tuple[Ledger, JobLedger]:
         return await store.ledger(owner), await store.job_ledger(owner)
 
-    totals, jobs = with_store(ctx, both)
+    totals, jobs = with_store(ctx, both, create=False)
     if as_json:
         print_json({**_ledger_json(totals), "jobs": jobs.model_dump(mode="json")})
         return
+    avoidance = totals.avoidance
     lines = [
-        ("turns", str(totals.turns), ""),
-        ("hits", str(totals.hits), f"avoidance {totals.avoidance:.1%}"),
+        ("turns", str(totals.turns), "" if totals.turns else "no turns yet"),
+        ("hits", str(totals.hits), "" if avoidance is None else f"avoidance {avoidance:.1%}"),
         ("misses", str(totals.misses), ""),
         ("calls avoided", str(totals.avoided_calls), ""),
         ("calls attempted", str(totals.attempted_calls), f"{totals.failed_calls} failed"),
-        ("not attempted", str(totals.not_attempted), "no API key"),
+        ("not attempted", str(totals.not_attempted), "nothing sent: no API key or no connection"),
+        ("rejected", str(totals.rejected), "bad requests refused before the gate; not turns"),
         ("prompt tokens", str(totals.prompt_tokens), ""),
         ("completion tokens", str(totals.completion_tokens), ""),
         ("cost (USD)", f"{totals.cost_usd:.6f}", ""),

@@ -219,7 +219,9 @@ def claims_list(
 ) -> None:
     """List an owner's claims, newest first."""
     _print_claims(
-        with_store(ctx, lambda store: store.list_claims(owner, status=status, limit=limit)),
+        with_store(
+            ctx, lambda store: store.list_claims(owner, status=status, limit=limit), create=False
+        ),
         as_json,
     )
 
@@ -234,7 +236,8 @@ def claims_search(
 ) -> None:
     """Full-text search of an owner's claims, best match first."""
     _print_claims(
-        with_store(ctx, lambda store: store.search_claims(owner, text, limit=limit)), as_json
+        with_store(ctx, lambda store: store.search_claims(owner, text, limit=limit), create=False),
+        as_json,
     )
 
 
@@ -246,7 +249,7 @@ def claims_show(
     as_json: JsonOption = False,
 ) -> None:
     """Show one claim in full, and the job that produced it when a job did."""
-    claim, job = with_store(ctx, lambda store: _claim_and_job(store, owner, claim_id))
+    claim, job = with_store(ctx, lambda store: _claim_and_job(store, owner, claim_id), create=False)
     if as_json:
         print_json({**_claim_json(claim), "job": job.model_dump(mode="json") if job else None})
         return

@@ -11,7 +11,9 @@ from typing import Annotated
 
 import typer
 
-from ..proxy.run import serve_command
+from ..proxy.config import ServeConfig, build_config
+from ..proxy.run import run_server
+from ..upstream import API_KEY_ENV, shown_url
 from .app import db_path, user_errors
 
 
@@ -72,11 +74,15 @@ def serve(
             help="The key GET /metrics needs, as sha256:HEX (or set STAFFSTORE_METRICS_KEY)."
         ),
     ] = None,
+    default_model: Annotated[
+        str | None,
+        typer.Option(help="The model for requests that name none (without it: 400)."),
+    ] = None,
 ) -> None:
     """Run the OpenAI-compatible proxy: point any client's base URL at it."""
     database = db_path(ctx) if ctx.find_root().meta.get("db_given") else None
     with user_errors():
-        serve_command(
+        settings = build_config(
             config_file=config,
             db_path=database,
             host=host,
@@ -94,6 +100,27 @@ def serve(
             upstream_retries=upstream_retries,
             log_level=log_level,
             metrics_key=metrics_key,
+            default_model=default_model,
+        )
+        _banner(settings)
+        run_server(settings)
+
+
+def _banner(config: ServeConfig) -> None:
+    """What the server runs on, on standard error, and a warning a misses-only setup needs."""
+    owners = len({entry.owner for entry in config.keys.values()})
+    who = "trusted single-tenant mode" if config.trusted else f"{owners} owner(s)"
+    key = "set" if config.upstream_key else "NOT set"
+    typer.echo(
+        f"staffstore serve: database {config.db_path}, {who}, "
+        f"upstream {shown_url(config.upstream_url)} (key {key})",
+        err=True,
+    )
+    if not config.upstream_key:
+        typer.echo(
+            f"warning: no upstream API key (set {API_KEY_ENV}, or the variable the config's "
+            "upstream_key_env names): hits are served, every miss gets 503 upstream_key_missing",
+            err=True,
         )
 
 

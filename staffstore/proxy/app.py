@@ -82,6 +82,7 @@ from .wire import (
     read_chat_request,
     read_json,
     sse_event,
+    status_code_name,
     upstream_failure,
 )
 from .writer import Writer
@@ -375,6 +376,7 @@ class Proxy:
                 working_set_header=request.headers.get(H_WORKING_SET),
                 session_header=request.headers.get(H_SESSION),
                 agent_header=request.headers.get(H_AGENT),
+                default_model=self.config.default_model,
             )
             await self._check_quota(owner, chat)
         except WireError as problem:
@@ -537,7 +539,9 @@ class Proxy:
                 return None
             status_code, error_type, code, _ = upstream_failure(error)
             shown = self.tenant_message(error)
-            return sse_event(error_body(shown, error_type, code=code or status_code))
+            return sse_event(
+                error_body(shown, error_type, code=code or status_code_name(status_code))
+            )
 
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
         relayed = RelayedEvents(aiter(stream), lambda: stream.reply, stream.aclose)
@@ -726,7 +730,7 @@ class Proxy:
     async def on_http_error(self, request: Request, exc: Exception) -> Response:
         error = cast(HTTPException, exc)
         error_type = STATUS_TYPES.get(error.status_code, "invalid_request_error")
-        body = error_body(str(error.detail), error_type, code=error.status_code)
+        body = error_body(str(error.detail), error_type, code=status_code_name(error.status_code))
         return JSONResponse(body, status_code=error.status_code, headers=error.headers)
 
     async def on_crash(self, request: Request, exc: Exception) -> Response:

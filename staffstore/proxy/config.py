@@ -12,6 +12,7 @@ A config file (every setting optional; flags win over it):
     port = 8787
     upstream = "https://openrouter.ai/api/v1"
     upstream_key_env = "OPENROUTER_API_KEY"   # the variable the upstream key is read from
+    default_model = "openrouter/auto"         # for requests that name no model (else 400)
     db = "staffstore.db"                      # relative to this file
     working_set = "forward"                   # or "bounded"
     trusted = false                           # true: owner from X-Staffstore-Owner, no keys
@@ -143,6 +144,8 @@ class ServeConfig:
     state_key: bytes | None = field(default=None, repr=False)
     #: The UTF-8 byte cap of a structured working-state handoff.
     handoff_max_bytes: int = 16_384
+    #: The model of a request that names none; None makes such a request a 400, as OpenAI.
+    default_model: str | None = None
 
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
@@ -156,7 +159,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
     "jobs": dict,
-    "state_key_env": str, "handoff_max_bytes": int,
+    "state_key_env": str, "handoff_max_bytes": int, "default_model": str,
 }  # fmt: skip
 #: The environment variable a metrics key may come from (plain text; hashed when read).
 METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
@@ -260,6 +263,7 @@ def build_config(
     metrics_key: str | None = None,
     body_timeout: float | None = None,
     lock_timeout: float | None = None,
+    default_model: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServeConfig:
     """Merge flags (any argument not None) over the config file over the defaults.
@@ -314,6 +318,7 @@ def build_config(
         quota_bytes=table.get("quota_bytes", DEFAULTS.quota_bytes),
         quotas=_file_quotas(table.get("quotas", {}), config_file),
         **_jobs_settings(table.get("jobs", {}), config_file),
+        default_model=pick(default_model, "default_model", DEFAULTS.default_model) or None,
     )
     _check(config)
     return config

@@ -42,6 +42,7 @@ _COUNTERS: tuple[tuple[str, str], ...] = (
     ("attempted_calls", "Model calls sent upstream (they may have been billed)."),
     ("failed_calls", "Model calls sent upstream that did not end with an answer."),
     ("unknown_cost_turns", "Attempted calls whose cost the provider did not report."),
+    ("rejected", "Requests refused before the gate (bad input); not counted as turns."),
 )
 
 
@@ -72,6 +73,10 @@ class Metrics:
     def count_receipt(self, receipt: Receipt) -> None:
         """Count one receipt: its outcome, whether a call was avoided or made, its known cost."""
         with self._lock:
+            if receipt.status == "rejected":
+                # Refused before the gate (bad JSON, no messages): not a turn, not a miss.
+                self._counts["rejected"] += 1
+                return
             self._counts["turns"] += 1
             self._counts["hits" if receipt.outcome == "hit" else "misses"] += 1
             self._counts["avoided_calls"] += receipt.inference_avoided

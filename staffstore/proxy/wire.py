@@ -15,6 +15,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from ..errors import MissingApiKeyError, UpstreamError, UpstreamStatusError, UpstreamTimeoutError
@@ -67,6 +68,10 @@ class CacheControls:
     ttl: float | None = None  # how long a kept answer may serve, in seconds
 
 
+#: The roles OpenAI's chat completions accept ("function" is its deprecated form of "tool").
+MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat completion request, read: what was asked and how to serve it."""
@@ -94,8 +99,13 @@ def read_chat_request(
     working_set_header: str | None = None,
     session_header: str | None = None,
     agent_header: str | None = None,
+    default_model: str | None = None,
 ) -> ChatRequest:
-    """Read a request body, or raise WireError (400) saying which field is wrong."""
+    """Read a request body, or raise WireError (400) saying which field is wrong.
+
+    A body without `model` takes `default_model`; without one either, it is a 400, as OpenAI
+    answers it (the upstream would otherwise pick a model, and a price, nobody chose).
+    """
     body = read_json(raw)
     if not isinstance(body, dict):
         raise WireError(400, "the request body must be a JSON object", code="invalid_json")
@@ -109,6 +119,27 @@ def read_chat_request(
             raise WireError(
                 400, f"messages[{number}] must be an object with a role", param="messages"
             )
+        if message["role"] not in MESSAGE_ROLES:
+            # Forwarded, it would be paid for only to be refused upstream, as OpenAI does.
+            raise WireError(
+                400,
+                f"messages[{number}].role must be one of {', '.join(sorted(MESSAGE_ROLES))}",
+                param=f"messages[{number}].role",
+                code="invalid_role",
+            )
+    if body.get("model") is None and default_model is not None:
+        body = {**body, "model": default_model}
+    if "model" not in body or body["model"] is None:
+        raise WireError(
+            400,
+            "model is required (or configure the proxy's default_model)",
+            param="model",
+            code="missing_model",
+        )
+    if not isinstance(body["model"], str) or not body["model"].strip():
+        raise WireError(
+            400, "model must be a non-empty string", param="model", code="invalid_model"
+        )
     stream = body.get("stream", False)
     if not isinstance(stream, bool) and stream is not None:
         raise WireError(400, "stream must be a boolean", param="stream")
@@ -401,10 +432,19 @@ def error_body(
     error_type: str,
     *,
     param: str | None = None,
-    code: str | int | None = None,
+    code: str | None = None,
 ) -> dict[str, Any]:
-    """OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`."""
+    """OpenAI's error shape: `{"error": {"message", "type", "param", "code"}}`; `code` is a
+    string or null there, never a number."""
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+def status_code_name(status: int) -> str:
+    """An HTTP status as an error code string: 404 -> "not_found"."""
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return f"http_{status}"
 
 
 #: OpenAI's error types by HTTP status, for errors that do not name their own.
@@ -415,7 +455,7 @@ STATUS_TYPES = {
 }  # fmt: skip
 
 
-def upstream_failure(error: UpstreamError) -> tuple[int, str, str | int | None, str | None]:
+def upstream_failure(error: UpstreamError) -> tuple[int, str, str | None, str | None]:
     """(HTTP status, error type, code, x-should-retry) for an upstream failure.
 
     A retry is refused wherever the call was sent and may have been billed, or where the
@@ -429,7 +469,9 @@ def upstream_failure(error: UpstreamError) -> tuple[int, str, str | int | None, 
         return 504, "upstream_error", "upstream_timeout", "false"
     if isinstance(error, UpstreamStatusError):
         error_type = error.error_type or STATUS_TYPES.get(error.status_code, "upstream_error")
-        return error.status_code, error_type, error.code, "false"
+        # Providers send numeric codes too (OpenRouter: `"code": 429`); OpenAI's are strings.
+        code = str(error.code) if error.code is not None else None
+        return error.status_code, error_type, code, "false"
     # A connection that failed before anything was sent may be retried; one that failed
     # after the request left may have been billed.
     return 502, "upstream_error", "upstream_unreachable", "false" if error.attempted else None

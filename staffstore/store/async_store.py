@@ -20,13 +20,20 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from ..errors import CorruptStoreError, NotFoundError, StoreBusyError, StoreError
+from ..errors import (
+    CorruptStoreError,
+    ForeignStoreError,
+    MissingStoreError,
+    NotFoundError,
+    StoreBusyError,
+    StoreError,
+)
 from ..identity import bytes_hash
 from ..models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
 from ..text.lexicon import STOPWORDS, tokens
 from ..text.matching import KEY_VERSION, normalize
 from .jobs import AsyncJobs
-from .migrations import MIGRATIONS
+from .migrations import APPLICATION_ID, MIGRATIONS
 from .rows import (
     CLAIM_COLUMNS,
     RECEIPT_COLUMNS,
@@ -78,10 +85,14 @@ class StaffStore(AsyncStateTables, AsyncJobs):
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+        cls, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, create: bool = True
     ) -> AsyncIterator[StaffStore]:
-        """Open (creating and migrating as needed) the store at `path`, and close it after."""
-        store = await cls.connect(path, lock_timeout=lock_timeout)
+        """Open (creating and migrating as needed) the store at `path`, and close it after.
+
+        With `create=False` a missing file is MissingStoreError rather than a new store: a
+        command that only reads must not leave an empty database behind a mistyped path.
+        """
+        store = await cls.connect(path, lock_timeout=lock_timeout, create=create)
         try:
             yield store
         finally:
@@ -89,14 +100,16 @@ class StaffStore(AsyncStateTables, AsyncJobs):
 
     @classmethod
     async def connect(
-        cls, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+        cls, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, create: bool = True
     ) -> StaffStore:
         """Open the store at `path`; the caller must `await store.close()`.
 
         A write waits up to `lock_timeout` seconds for another connection's write lock, then
-        raises StoreBusyError.
+        raises StoreBusyError. Another program's SQLite file is ForeignStoreError, untouched.
         """
         path = Path(path).expanduser()
+        if not create and not path.exists():
+            raise MissingStoreError(f"no database at {path} (check --db or $STAFFSTORE_DB)")
         _check_is_sqlite(path)
         if not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +132,8 @@ class StaffStore(AsyncStateTables, AsyncJobs):
 
     async def _prepare(self) -> None:
         await self._db.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
+        # Before anything that writes: WAL mode alone would change another program's file.
+        await self._check_ours()
         await self._db.execute("PRAGMA journal_mode = WAL")
         await self._db.execute("PRAGMA synchronous = NORMAL")
         await self._db.execute("PRAGMA foreign_keys = ON")
@@ -129,14 +144,44 @@ class StaffStore(AsyncStateTables, AsyncJobs):
         await self.migrate()
         await self.run_sync(lambda sync: sync.rekey_claims(KEY_VERSION))
 
+    async def _check_ours(self) -> None:
+        """Refuse a SQLite file another program made, before anything is written to it.
+
+        Ours carry APPLICATION_ID; a file without any mark is new (no tables) or was made by
+        a staffstore from before the mark (its schema version and tables say so).
+        """
+        mark = await self._pragma_int("application_id")
+        if mark == APPLICATION_ID:
+            return
+        if mark == 0:
+            rows = await self._fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {str(row[0]) for row in rows}
+            if not tables or (
+                await self._pragma_int("user_version") > 0 and {"claims", "receipts"} <= tables
+            ):
+                return
+        raise ForeignStoreError(
+            f"{self.path} is another program's SQLite database, not a staffstore one "
+            "(left untouched; pass another --db)"
+        )
+
+    async def _pragma_int(self, name: str) -> int:
+        row = await self._fetchone(f"PRAGMA {name}")
+        return int(row[0]) if row else 0
+
     async def migrate(self) -> int:
-        """Apply the migrations this file has not seen yet; return the schema version."""
+        """Apply the migrations this file has not seen yet, and mark the file as staffstore's
+        (PRAGMA application_id); return the schema version."""
         version = await self._schema_version()
-        while version < len(MIGRATIONS):
+        marked = await self._pragma_int("application_id") == APPLICATION_ID
+        while version < len(MIGRATIONS) or not marked:
             async with self._transaction():
                 # Read again under the write lock: another process opening the same new file
                 # may have applied this step while we waited for it.
                 version = await self._schema_version()
+                if not marked:
+                    await self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    marked = True
                 if version < len(MIGRATIONS):
                     for statement in MIGRATIONS[version]:
                         await self._db.execute(statement)
@@ -463,23 +508,26 @@ class StaffStore(AsyncStateTables, AsyncJobs):
 
     async def ledger(self, owner: str | None = None) -> Ledger:
         """Totals over receipts: avoided and attempted calls apart, known usage, unknown counts."""
+        # Rejected requests (refused before the gate) are counted apart, never as turns.
+        turn = "status != 'rejected'"
         where, params = ("WHERE owner = ?", [owner]) if owner is not None else ("", [])
         row = await self._fetchone(
             f"""
             SELECT
-                count(*),
+                coalesce(sum({turn}), 0),
                 coalesce(sum(outcome = 'hit'), 0),
-                coalesce(sum(outcome = 'miss'), 0),
+                coalesce(sum(outcome = 'miss' AND {turn}), 0),
                 coalesce(sum(inference_avoided), 0),
                 coalesce(sum(inference_attempted), 0),
                 coalesce(sum(inference_attempted AND status != 'ok'), 0),
-                coalesce(sum(NOT inference_avoided AND NOT inference_attempted), 0),
+                coalesce(sum(NOT inference_avoided AND NOT inference_attempted AND {turn}), 0),
                 coalesce(sum(prompt_tokens), 0),
                 coalesce(sum(completion_tokens), 0),
                 coalesce(sum(cost_usd), 0.0),
                 coalesce(sum(inference_attempted
                     AND (prompt_tokens IS NULL OR completion_tokens IS NULL)), 0),
-                coalesce(sum(inference_attempted AND cost_usd IS NULL), 0)
+                coalesce(sum(inference_attempted AND cost_usd IS NULL), 0),
+                coalesce(sum(status = 'rejected'), 0)
             FROM receipts {where}
             """,
             params,
@@ -487,9 +535,13 @@ class StaffStore(AsyncStateTables, AsyncJobs):
         names = (
             "turns", "hits", "misses", "avoided_calls", "attempted_calls", "failed_calls",
             "not_attempted", "prompt_tokens", "completion_tokens", "cost_usd",
-            "unknown_usage_turns", "unknown_cost_turns",
+            "unknown_usage_turns", "unknown_cost_turns", "rejected",
         )  # fmt: skip
-        return Ledger(**dict(zip(names, row, strict=True)))
+        totals = dict(zip(names, row, strict=True))
+        # A sum of floats carries binary noise (0.30000000000000004): no provider bills
+        # below a billionth of a dollar.
+        totals["cost_usd"] = round(totals["cost_usd"], 9)
+        return Ledger(**totals)
 
     # -- the HTTP proxy's turns (see SyncStore for their kept answers) ------------------------
 

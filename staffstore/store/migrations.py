@@ -2,11 +2,16 @@
 
 Each step is a list of SQL statements; `user_version` records how many have been applied, so a
 store made by an older staffstore opens and upgrades itself. New tables arrive as new steps.
+Every file staffstore writes carries APPLICATION_ID in its header, so another program's SQLite
+file is recognised and left alone.
 """
 
 from __future__ import annotations
 
 from . import state_tables
+
+#: `PRAGMA application_id` of a staffstore file: "SfSt" in ASCII (see `file(1)`'s magic).
+APPLICATION_ID = 0x53665374
 
 # Fills term_counts from every claim's search key (space-separated content words).
 COUNT_TERMS = """

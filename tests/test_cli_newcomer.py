@@ -1,0 +1,203 @@
+"""What a new user meets first on the command line (issue 13): an empty question costs nothing,
+another program's database and a mistyped --db are refused, the ledger counts turns honestly."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from cli_helpers import ok, one_line_error
+from typer.testing import CliRunner, Result
+
+from staffstore.cli.app import app
+from staffstore.store.migrations import APPLICATION_ID
+from staffstore.testing import FakeOpenRouter
+
+KEY = "sk-or-v1-newcomer-test-secret-4242"
+
+Cli = Callable[..., Result]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENROUTER_API_KEY", "STAFFSTORE_DB"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "staffstore.db"
+
+
+@pytest.fixture
+def cli(db: Path) -> Cli:
+    runner = CliRunner()
+
+    def invoke(*args: str, db_path: Path = db, **options: object) -> Result:
+        return runner.invoke(app, ["--db", str(db_path), *args], **options)  # type: ignore[arg-type]
+
+    return invoke
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[FakeOpenRouter, str]]:
+    fake = FakeOpenRouter(api_key=KEY)
+    with fake.serve_in_thread() as base_url:
+        yield fake, base_url
+
+
+# -- item 2: an empty question is not sent ------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t "])
+def test_asking_an_empty_question_pays_nothing_and_says_so(
+    cli: Cli, upstream: tuple[FakeOpenRouter, str], text: str
+) -> None:
+    fake, base_url = upstream
+    result = cli("ask", "--owner", "acme", "--base-url", base_url, "--", text,
+                 env={"OPENROUTER_API_KEY": KEY})  # fmt: skip
+    assert "empty" in one_line_error(result)
+    assert fake.requests == []
+    (receipt,) = json.loads(ok(cli("receipts", "--json")).stdout)
+    assert (receipt["status"], receipt["inference_attempted"]) == ("rejected", False)
+
+
+# -- item 3: staffstore's files are marked; others are refused -----------------------------------
+
+
+def test_a_new_database_carries_staffstores_application_id(cli: Cli, db: Path) -> None:
+    ok(cli("claims", "add", "--owner", "acme", "--question", "which port", "--answer", "80"))
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+
+
+@pytest.mark.parametrize("command", [["ledger"], ["claims", "list", "--owner", "acme"],
+                                     ["claims", "add", "--owner", "a", "--question", "q w",
+                                      "--answer", "x"]])  # fmt: skip
+def test_another_programs_sqlite_file_is_refused_and_left_untouched(
+    cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
+    foreign = tmp_path / "notes.sqlite"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        connection.execute("INSERT INTO notes (body) VALUES ('keep me')")
+    connection.close()
+    before = foreign.read_bytes()
+    line = one_line_error(cli(*command, db_path=foreign))
+    assert "another program" in line and str(foreign) in line
+    assert foreign.read_bytes() == before
+    with sqlite3.connect(foreign) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert tables == {"notes"}
+
+
+def test_a_file_marked_by_another_application_is_refused(cli: Cli, tmp_path: Path) -> None:
+    foreign = tmp_path / "other.db"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("PRAGMA application_id = 1234")
+    connection.close()
+    assert "another program" in one_line_error(cli("ledger", db_path=foreign))
+
+
+def test_a_store_made_before_the_mark_opens_and_is_marked(cli: Cli, db: Path) -> None:
+    ok(cli("claims", "add", "--owner", "acme", "--question", "which port", "--answer", "80"))
+    with sqlite3.connect(db) as connection:  # as a staffstore from before the mark left it
+        connection.execute("PRAGMA application_id = 0")
+    connection.close()
+    assert "which port" in ok(cli("claims", "list", "--owner", "acme")).stdout
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+
+
+@pytest.mark.parametrize("command", [
+    ["ledger"], ["receipts"], ["query", "--owner", "acme", "which port"],
+    ["claims", "list", "--owner", "acme"], ["claims", "search", "port", "--owner", "acme"],
+    ["claims", "show", "clm_0123456789", "--owner", "acme"],
+])  # fmt: skip
+def test_a_read_command_on_a_missing_file_says_so_and_creates_nothing(
+    cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "typo" / "staffstroe.db"
+    line = one_line_error(cli(*command, db_path=missing))
+    assert "no database at" in line and str(missing) in line
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_query_jsonl_on_a_missing_file_says_so(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    result = cli("query", "--jsonl", "--owner", "acme", db_path=missing, input='{"text": "x"}\n')
+    assert "no database at" in one_line_error(result)
+    assert not missing.exists()
+
+
+# -- item 4 and 9: the ledger's counts and labels ------------------------------------------------
+
+
+def test_the_ledger_of_an_owner_without_turns_says_there_are_none(cli: Cli) -> None:
+    ok(cli("claims", "add", "--owner", "acme", "--question", "which port", "--answer", "80"))
+    out = ok(cli("ledger", "--owner", "nobody")).stdout
+    assert "no turns" in out and "avoidance 0.0%" not in out
+    assert json.loads(ok(cli("ledger", "--owner", "nobody", "--json")).stdout)["avoidance"] is None
+
+
+def test_an_empty_question_is_rejected_not_a_turn_or_a_miss(
+    cli: Cli, upstream: tuple[FakeOpenRouter, str]
+) -> None:
+    _, base_url = upstream
+    cli("ask", "--owner", "acme", "--base-url", base_url, "  ", env={"OPENROUTER_API_KEY": KEY})
+    ledger = json.loads(ok(cli("ledger", "--json")).stdout)
+    assert (ledger["turns"], ledger["misses"], ledger["not_attempted"], ledger["rejected"]) == (
+        0, 0, 0, 1,
+    )  # fmt: skip
+
+
+def test_the_ledger_does_not_blame_a_missing_key_for_every_unsent_call(
+    cli: Cli, upstream: tuple[FakeOpenRouter, str]
+) -> None:
+    _, base_url = upstream
+    cli("ask", "--owner", "acme", "--base-url", base_url, "who wrote it")
+    line = next(line for line in ok(cli("ledger")).stdout.splitlines() if "not attempted" in line)
+    assert "no connection" in line
+
+
+# -- item 7: the README's promise about --json holds -----------------------------------------
+
+
+def _leaf_commands() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def walk(command: Any, path: str) -> None:
+        if hasattr(command, "commands"):  # a group (typer carries its own copy of click)
+            for name, sub in command.commands.items():
+                walk(sub, f"{path} {name}".strip())
+        else:
+            found[path] = command
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+#: The commands the README names as taking no --json: they write files, run a server, print
+#: JSON always, or print a prompt's text.
+WITHOUT_JSON = {
+    "charts", "report", "serve", "agent-state read", "agent-state schema", "agent-state export",
+    "state section",
+}  # fmt: skip
+
+
+def test_every_command_but_those_the_readme_names_takes_json() -> None:
+    commands = _leaf_commands()
+    lacking = {
+        path
+        for path, command in commands.items()
+        if not any("--json" in getattr(p, "opts", []) for p in command.params)
+    }
+    assert {path for path in lacking if not path.startswith("replay")} == WITHOUT_JSON
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "`replay`, `charts` and\n`report` write files" in readme
+    assert "`agent-state read|schema|export`, which always print JSON" in readme
