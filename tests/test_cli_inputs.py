@@ -103,7 +103,10 @@ def test_an_argument_that_is_not_utf8_is_a_one_line_error(db: Path, args: list[b
 
 def test_a_database_path_that_is_not_utf8_still_works(tmp_path: Path) -> None:
     # A file name is bytes to the system: only text that is stored or matched must be UTF-8.
-    done = staffstore_bytes(bytes(tmp_path) + b"/\xff.db", b"ledger")  # type: ignore[arg-type]
+    db = bytes(tmp_path) + b"/\xff.db"
+    made = staffstore_bytes(db, b"claims", b"import", b"-")  # type: ignore[arg-type]
+    assert made.returncode == 0, made.stderr
+    done = staffstore_bytes(db, b"ledger")  # type: ignore[arg-type]
     assert done.returncode == 0, done.stderr
 
 
@@ -133,6 +136,7 @@ def test_query_jsonl_answers_each_hostile_line_with_an_error_line_and_goes_on(
 
 
 def test_query_jsonl_reports_a_line_nested_too_deep_without_echoing_it(db: Path) -> None:
+    add_claim(db)
     stdin = ("[" * 5000 + "]" * 5000 + "\n").encode()
     (line,) = invoke(db, "query", "--jsonl", input=stdin).stdout.splitlines()
     error = _strict_json(line)
