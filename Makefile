@@ -5,7 +5,18 @@ BIN := $(VENV)/bin
 
 .PHONY: run test lint bench clean
 
+# The oldest Python staffstore runs on (pyproject.toml's requires-python). Checked before the
+# venv is made: a venv made by an older Python would break every later `make` until `make clean`.
+PY_MIN := 3.11
+PY_CHECK := import sys; sys.exit(sys.version_info < tuple(map(int, "$(PY_MIN)".split("."))))
+
 $(BIN)/staffstore: pyproject.toml
+	@$(PY) -c '$(PY_CHECK)' 2>/dev/null || { \
+	  echo "error: staffstore needs Python $(PY_MIN) or newer; '$(PY)' is $$($(PY) -V 2>&1 || echo missing)." \
+	       "Install one and run: make PY=python$(PY_MIN)" >&2; exit 1; }
+	@if [ -d $(VENV) ] && ! $(BIN)/python -c '$(PY_CHECK)' 2>/dev/null; then \
+	  echo "error: $(VENV) was made by an older or broken Python; run 'make clean', then make again" >&2; \
+	  exit 1; fi
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -6,6 +6,8 @@ receipt; `StaffStore` holds it all in one SQLite file. `WorkingState` keeps an a
 rules for every prompt; `AgentState` keeps the state its code writes, under a declared schema.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from .errors import (
     CorruptStoreError,
     ForeignStoreError,
@@ -42,6 +44,12 @@ from .state import AgentState, Scope, WorkingState
 from .store import StaffStore
 from .upstream import OpenRouter
 from .working_set import build_working_set
+
+try:
+    #: The installed distribution's version (pyproject.toml is its one source).
+    __version__ = version("staffstore")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AgentState",

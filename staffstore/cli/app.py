@@ -26,6 +26,7 @@ import httpx
 import typer
 from pydantic import ValidationError
 
+from .. import __version__
 from ..config import DB_ENV, DEFAULTS, default_db_path
 from ..errors import ImportFileError, InputError, StaffstoreError
 from ..gate import query_first
@@ -57,7 +58,8 @@ app = typer.Typer(
     no_args_is_help=True,
     # Locals in a traceback could hold an API key; a bug report does not need them.
     pretty_exceptions_show_locals=False,
-    add_completion=False,
+    # --install-completion / --show-completion for bash, zsh, fish and PowerShell.
+    add_completion=True,
     # Markdown reflows the docstrings' paragraphs to the terminal's width.
     rich_markup_mode="markdown",
 )
@@ -151,6 +153,12 @@ def known(value: object) -> str:
     return "-" if value is None else str(value)
 
 
+def _print_version(given: bool) -> None:
+    if given:
+        typer.echo(f"staffstore {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     ctx: typer.Context,
@@ -165,6 +173,12 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = db.expanduser() if db is not None else default_db_path()
     # `serve` lets a config file name the database unless the user named one here.
