@@ -173,20 +173,29 @@ def _windows(ledger: ReplayLedger) -> Figure:
     windows = ledger.windows
     labels = [f"{w.first_turn}\N{EN DASH}{w.last_turn}" for w in windows]
     bars = axes.bar(labels, [w.avoidance for w in windows], color=MEASURED, width=0.7)
-    axes.bar_label(bars, labels=[percent(w.avoidance, 0) for w in windows], padding=2, fontsize=9)
+    # On a white ground: the whole-day line often runs through a window's label.
+    axes.bar_label(
+        bars, labels=[percent(w.avoidance, 0) for w in windows], padding=2, fontsize=9,
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+    )  # fmt: skip
     day = ledger.summary
     axes.axhline(
         day.avoidance, color=FALSE_HIT, linestyle="--", linewidth=1.2,
         label=f"whole day: {percent(day.avoidance)}",
     )  # fmt: skip
-    axes.set_ylim(0, min(1.0, max(w.avoidance for w in windows) * 1.25 + 0.05))
+    # Headroom above the tallest bar, so a 100% bar's label stays inside the axes and clear
+    # of the title; the ticks stop at 100%, the most avoidance can be.
+    top = max(w.avoidance for w in windows)
+    axes.set_ylim(0, top * 1.12 + 0.02)
+    axes.set_yticks([tick / 5 for tick in range(6) if tick / 5 <= top + 1e-9])
     _percent_axis(axes, "y")
     axes.set_xlabel("turns of the day")
     axes.set_ylabel("avoidance (hits / turns in the window)")
     size = ledger.window_size or windows[0].turns
     at = f", F = {fraction(day.novel_fraction)}" if day.novel_fraction is not None else ""
     axes.set_title(f"{CHARTS['workday_windows.png']}: {size}-turn windows{at}{_quick(ledger)}")
-    axes.legend(loc="upper right", fontsize=9)
+    # Outside the axes: inside, the legend sat on the bars and their labels.
+    figure.legend(loc="outside lower center", fontsize=9, frameon=False)
     return figure
 
 
