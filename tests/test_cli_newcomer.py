@@ -186,7 +186,7 @@ def _leaf_commands() -> dict[str, Any]:
 #: JSON always, or print a prompt's text.
 WITHOUT_JSON = {
     "charts", "report", "serve", "agent-state read", "agent-state schema", "agent-state export",
-    "state section",
+    "state section", "claims export",
 }  # fmt: skip
 
 
@@ -201,3 +201,85 @@ def test_every_command_but_those_the_readme_names_takes_json() -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "`replay`, `charts` and\n`report` write files" in readme
     assert "`agent-state read|schema|export`, which always print JSON" in readme
+    assert "`claims export`, which prints JSON Lines" in readme
+
+
+# -- correcting claims: supersede, unretract, conflicts, export --------------------------------
+
+PORT_QUESTION = "which port does the api listen on"
+
+
+def add(cli: Cli, answer: str, question: str = PORT_QUESTION, *extra: str) -> str:
+    result = ok(cli("claims", "add", "--owner", "acme", "--question", question,
+                    "--answer", answer, "--json", *extra))  # fmt: skip
+    claim_id: str = json.loads(result.stdout)["id"]
+    return claim_id
+
+
+def query(cli: Cli, text: str = PORT_QUESTION) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(ok(cli("query", "--owner", "acme", "--json", text)).stdout)
+    return out
+
+
+def test_conflicts_lists_the_claims_that_make_a_question_conflict(cli: Cli) -> None:
+    first, second = add(cli, "8080"), add(cli, "9090")
+    add(cli, "yes", "is the api public")
+    assert query(cli)["reason"] == "conflict"
+    (conflict,) = json.loads(ok(cli("claims", "conflicts", "--owner", "acme", "--json")).stdout)
+    assert {claim["id"] for claim in conflict["claims"]} == {first, second}
+    text = ok(cli("claims", "conflicts", "--owner", "acme")).stdout
+    assert first in text and second in text
+
+
+def test_supersede_serves_the_new_answer_and_settles_the_conflict(cli: Cli) -> None:
+    first, second = add(cli, "8080"), add(cli, "9090")
+    out = json.loads(
+        ok(cli("claims", "supersede", first, "--owner", "acme", "--answer", "8443",
+               "--json")).stdout
+    )  # fmt: skip
+    new = out["claim"]["id"]
+    assert {claim["id"] for claim in out["superseded"]} == {first, second}
+    decision = query(cli)
+    assert (decision["outcome"], decision["answer"], decision["claim_id"]) == ("hit", "8443", new)
+    shown = json.loads(ok(cli("claims", "show", first, "--owner", "acme", "--json")).stdout)
+    assert (shown["status"], shown["superseded_by"]) == ("superseded", new)
+    assert "no conflicts" in ok(cli("claims", "conflicts", "--owner", "acme")).stderr
+
+
+def test_supersede_with_the_same_answer_is_one_line_error(cli: Cli) -> None:
+    first = add(cli, "8080")
+    line = one_line_error(cli("claims", "supersede", first, "--owner", "acme", "--answer", "8080"))
+    assert "nothing to supersede" in line
+
+
+def test_unretract_serves_a_retracted_claim_again(cli: Cli) -> None:
+    first = add(cli, "8080")
+    ok(cli("claims", "retract", first, "--owner", "acme"))
+    assert query(cli)["reason"] == "retracted"
+    ok(cli("claims", "unretract", first, "--owner", "acme"))
+    assert query(cli)["answer"] == "8080"
+    assert "not retracted" in one_line_error(cli("claims", "unretract", first, "--owner", "acme"))
+
+
+def test_another_owner_cannot_supersede_or_unretract(cli: Cli) -> None:
+    first = add(cli, "8080")
+    ok(cli("claims", "retract", first, "--owner", "acme"))
+    for command in (["unretract", first], ["supersede", first, "--answer", "1"]):
+        assert "not found" in one_line_error(cli("claims", *command, "--owner", "mallory"))
+
+
+def test_export_round_trips_through_import(cli: Cli, tmp_path: Path) -> None:
+    scoped = ["--repository", "acme/api", "--revision", "3f2a9c1", "--agent", "kernel"]
+    ids = {add(cli, "8080"), add(cli, "a ledger", "what does the replay write", *scoped)}
+    retracted = add(cli, "gone", "what was the old port")
+    ok(cli("claims", "retract", retracted, "--owner", "acme"))
+    exported = ok(cli("claims", "export", "--owner", "acme"))
+    assert "exported 2 claims" in exported.stderr
+    path = tmp_path / "claims.jsonl"
+    path.write_text(exported.stdout)
+    fresh = tmp_path / "fresh.db"
+    ok(cli("claims", "import", str(path), db_path=fresh))
+    again = json.loads(ok(cli("claims", "list", "--owner", "acme", "--json", db_path=fresh)).stdout)
+    assert {claim["id"] for claim in again} == ids
+    everything = ok(cli("claims", "export", "--owner", "acme", "--all")).stdout
+    assert len(everything.splitlines()) == 3

@@ -1,4 +1,5 @@
-"""The `claims` commands: store, import, list, search, show, retract and promote claims.
+"""The `claims` commands: store, import, export, list, search, show, retract, unretract,
+supersede, promote claims, and list the conflicts among them.
 
 A claim is a verified answer with its provenance; these commands are how a person or a script
 puts claims in and looks at them. `claims promote` turns the answer a paid turn's receipt
@@ -20,6 +21,13 @@ from ..gate import points_elsewhere
 from ..gate.relative_time import relative_period
 from ..models import Claim, ClaimSource, ClaimStatus, Job
 from ..store import StaffStore
+from ..store.corrections import (
+    claim_conflicts,
+    claim_line,
+    iter_claims,
+    supersede_claim,
+    unretract_claim,
+)
 from ..store.importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
 from ..store.promote import promote_receipt
 from .app import (
@@ -44,7 +52,7 @@ ClaimIdArgument = Annotated[
 ]
 
 claims_app = typer.Typer(
-    help="Store, import, list, search, show, retract and promote an owner's claims.",
+    help="Store, import, export, list, search, show, correct and promote an owner's claims.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
@@ -289,6 +297,107 @@ def claims_retract(
         print_json(_claim_json(claim))
     else:
         typer.echo(f"retracted {claim.id}")
+
+
+@claims_app.command("unretract")
+def claims_unretract(
+    ctx: typer.Context,
+    claim_id: ClaimIdArgument,
+    owner: OwnerOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Undo a retraction: the claim is served again."""
+    claim = with_store(ctx, lambda store: unretract_claim(store, owner, claim_id))
+    if as_json:
+        print_json(_claim_json(claim))
+    else:
+        typer.echo(f"unretracted {claim.id} ({claim.status})")
+
+
+@claims_app.command("supersede")
+def claims_supersede(
+    ctx: typer.Context,
+    claim_id: ClaimIdArgument,
+    owner: OwnerOption,
+    answer: Annotated[str, typer.Option("--answer", callback=utf8, help="The corrected answer.")],
+    question: Annotated[
+        str | None,
+        typer.Option("--question", callback=utf8, help="A reworded question, if it needs one."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Correct a claim: store the new answer as a claim that supersedes this one.
+
+    Every other live claim asking the same question (same words, repository and profile) is
+    superseded too, which settles a `conflict`. The old claims stay on record, marked
+    superseded by the new one, and are no longer served.
+    """
+    old, new = with_store(
+        ctx,
+        lambda store: supersede_claim(store, owner, claim_id, answer=answer, question=question),
+    )
+    if as_json:
+        print_json({"superseded": [_claim_json(claim) for claim in old], "claim": _claim_json(new)})
+    else:
+        typer.echo(f"added {new.id}, superseding {', '.join(claim.id for claim in old)}")
+    _warn_if_never_served(new.question)
+
+
+@claims_app.command("conflicts")
+def claims_conflicts(ctx: typer.Context, owner: OwnerOption, as_json: JsonOption = False) -> None:
+    """List the live claims that answer one question differently (the gate's `conflict`).
+
+    Fix one with `claims supersede` or `claims retract` on the claim that is wrong.
+    """
+    found = with_store(ctx, lambda store: claim_conflicts(store, owner), create=False)
+    if as_json:
+        print_json(
+            [
+                {"question": c.question, "repository": c.repository, "profile": c.profile,
+                 "claims": [_claim_json(claim) for claim in c.claims]}
+                for c in found
+            ]
+        )  # fmt: skip
+        return
+    if not found:
+        typer.echo("no conflicts", err=True)
+        return
+    for conflict in found:
+        where = f" ({conflict.repository})" if conflict.repository else ""
+        typer.echo(f"{clip(conflict.question, 70)}{where}")
+        for claim in conflict.claims:
+            typer.echo(f"  {claim.id}  {when(claim.created_at)}  {clip(claim.answer, 60)}")
+
+
+@claims_app.command("export")
+def claims_export(
+    ctx: typer.Context,
+    owner: OwnerOption,
+    status: Annotated[
+        ClaimStatus | None,
+        typer.Option("--status", help="Only claims with this status (default: live)."),
+    ] = "live",
+    all_statuses: Annotated[
+        bool, typer.Option("--all", help="Every claim, whatever its status.")
+    ] = False,
+) -> None:
+    """Write the owner's claims as JSON Lines on standard output, newest first.
+
+    `claims import` reads the file back to the same claims (the same ids). Only what a claim
+    says and where it came from is written, not its status: by default only live claims, so
+    an import elsewhere serves what this store serves.
+    """
+    stdout = typer.get_text_stream("stdout")
+
+    async def work(store: StaffStore) -> int:
+        count = 0
+        async for claim in iter_claims(store, owner, status=None if all_statuses else status):
+            stdout.write(claim_line(claim) + "\n")
+            count += 1
+        return count
+
+    count = with_store(ctx, work, create=False)
+    typer.echo(f"exported {count} claims", err=True)
 
 
 @claims_app.command("promote")

@@ -441,6 +441,23 @@ class StaffStore(AsyncStateTables, AsyncJobs):
         )
         return claim.model_copy(update={"status": "retracted"})
 
+    async def set_claim_status(
+        self,
+        owner: str,
+        claim_id: str,
+        status: ClaimStatus,
+        *,
+        superseded_by: str | None = None,
+    ) -> Claim:
+        """Set the owner's claim's status (and what supersedes it); return the claim as now."""
+        claim = await self.get_claim(owner, claim_id)
+        async with self._transaction():
+            await self._db.execute(
+                "UPDATE claims SET status = ?, superseded_by = ? WHERE owner = ? AND id = ?",
+                (status, superseded_by, owner, claim.id),
+            )
+        return claim.model_copy(update={"status": status, "superseded_by": superseded_by})
+
     async def count_claims(self, owner: str | None = None) -> int:
         if owner is None:
             row = await self._fetchone("SELECT count(*) FROM claims")
