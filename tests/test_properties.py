@@ -98,7 +98,10 @@ def run_main(argv: Sequence[str], stdin: bytes = b"") -> tuple[int, str, str]:
 
 
 def nonblank(lines: Sequence[bytes]) -> Iterator[bytes]:
-    return (line for line in lines if line.strip())
+    # The importer drops a byte order mark at the start of the file: a first line that is
+    # only a BOM is blank to it.
+    first = [lines[0].removeprefix(b"\xef\xbb\xbf"), *lines[1:]] if lines else []
+    return (line for line in first if line.strip())
 
 
 def strict_json(line: str) -> Any:
