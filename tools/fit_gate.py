@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from staffstore.gate.scoring import GateModel  # noqa: E402
+from staffstore.replays.splits import half, workday_split  # noqa: E402
 from staffstore.text.alignment import FEATURES, align, features, subject_words  # noqa: E402
 from staffstore.text.matching import compare, normalize  # noqa: E402
 from staffstore.text.similarity import text_cosine  # noqa: E402
@@ -54,11 +55,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def half(pair_id: object) -> int:
-    """0 or 1, from a SHA-256 of the id: the split never depends on file order."""
-    return int(hashlib.sha256(str(pair_id).encode()).hexdigest(), 16) % 2
-
-
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -69,12 +65,9 @@ def workday_tuning(path: Path) -> tuple[dict[str, dict[str, Any]], list[dict[str
     turns: list[dict[str, Any]] = []
     for row in read_jsonl(path):
         if row["kind"] == "claim":
-            if int(row["id"][1:]) <= 100:
+            if workday_split(row["id"]) == "tune":
                 claims[row["id"]] = row
-        elif row["claim"] is None:
-            if int(row["id"][1:]) % 2 == 1:
-                turns.append(row)
-        elif int(row["claim"][1:]) <= 100:
+        elif workday_split(row["claim"], row["id"]) == "tune":
             turns.append(row)
     return claims, turns
 

@@ -14,8 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
+from ..gate.scoring import DEFAULT_BUDGET, default_model
 from ..replays import REPLAYS, run_all, run_replay
 from ..replays.charts import draw_charts, existing_charts
+from ..replays.evaluations import REPO_PAIRS_DIR, eval_dirs, plan, run_evaluation
+from ..replays.gate_card import gate_card_markdown
 from ..replays.pairs import default_ledger_path, run_pairs
 from ..replays.report import (
     JOB_REPLAYS,
@@ -36,10 +39,10 @@ from ..replays.report import (
     update_readme,
     wakeups_row,
 )
+from ..replays.splits import HALVES, Half
+from ..replays.workday_dev import LEDGER_NAME, play_dev_set
 from .app import fail, print_table, run, user_errors
 
-#: Where `replay all` looks for pairs files when not told: the shared evaluation sets.
-DEFAULT_PAIRS_DIR = Path("../shared/eval")
 PAIR_MODES = ("shared", "isolated")
 
 replay_app = typer.Typer(
@@ -93,13 +96,26 @@ def _print_pairs(ledgers: list[dict[str, Any]]) -> None:
     )
 
 
-def _evaluate_pairs(files: list[Path], out: Callable[[Path], Path], modes: tuple[str, ...]) -> None:
-    ledgers = []
-    for file in files:
-        path = out(file)
-        typer.echo(f"pairs: {file} ({', '.join(modes)}) -> {path}", err=True)
-        ledgers.append(run(run_pairs(file, path, modes=modes)))
-    _print_pairs(ledgers)
+def _print_dev_set(ledger: dict[str, Any]) -> None:
+    """One line a budget: recall and false hits of each split (the test split's as counts)."""
+    rows = [
+        [
+            f"{entry['budget']:g}" + (" (default)" if entry["default"] else ""),
+            f"{entry['threshold']:g}",
+            *(
+                cell
+                for split in ("tune", "test")
+                for cell in (
+                    f"{entry[split]['correct_hits']}/{entry[split]['hit_turns']}",
+                    f"{entry[split]['false_hits']}/{entry[split]['turns']}",
+                )
+            ),
+        ]
+        for entry in ledger["budgets"]
+    ]
+    headers = ["BUDGET", "THRESHOLD", "TUNE_RECALL", "TUNE_FALSE_HITS", "TEST_RECALL",
+               "TEST_FALSE_HITS"]  # fmt: skip
+    print_table(headers, rows)
 
 
 # -- replay ------------------------------------------------------------------------------------
@@ -127,49 +143,89 @@ def replay_all(
     seed: SeedOption = 7,
     quick: QuickOption = False,
     pairs_dir: Annotated[
-        Path | None,
+        Path,
         typer.Option(
             "--pairs-dir",
             metavar="DIR",
-            help=f"Evaluate every *.jsonl pairs file here. Default: {DEFAULT_PAIRS_DIR}, "
-            "when it exists.",
+            help="Evaluate every *.jsonl file here: a workday_dev-style file as the workday-dev "
+            "replay, any other as labelled pairs. Default: the repository's replays/pairs/.",
             show_default=False,
         ),
-    ] = None,
+    ] = REPO_PAIRS_DIR,
     no_pairs: Annotated[bool, typer.Option("--no-pairs", help="Play the replays only.")] = False,
 ) -> None:
-    """Play every replay, then the pair evaluations; write each one's ledger into --out.
+    """Play every replay, then the evaluations; write each one's ledger into --out.
 
-    Each pairs file `F.jsonl` gets `pairs-F-ledger.json`, with both modes. On the full shared
-    evaluation sets that takes minutes.
+    The evaluations: the workday-dev replay and PAWS-Wiki dev (shipped in replays/pairs/), and
+    Quora's qqp_tune6k.jsonl and qqp_pool test half when found in $STAFFSTORE_EVAL_DATA (else
+    ../shared/eval and ../shared/train), each at every calibrated error budget. That takes
+    minutes; --quick plays a small sample at the default budget.
     """
     ledgers = run(run_all(out, seed, quick=quick))
     _print_replays(list(ledgers.values()))
     typer.echo(f"wrote {len(ledgers)} replay ledgers into {out}", err=True)
     if no_pairs:
         return
-    folder = DEFAULT_PAIRS_DIR if pairs_dir is None else pairs_dir
-    if not folder.is_dir():
-        if pairs_dir is not None:
-            fail(f"no pairs folder at {pairs_dir}")
-        note(f"no {DEFAULT_PAIRS_DIR} here: pair evaluations skipped (give --pairs-dir)")
-        return
-    files = sorted(folder.glob("*.jsonl"))
-    if not files:
-        note(f"no *.jsonl pairs files in {folder}: pair evaluations skipped")
-        return
-    _evaluate_pairs(files, lambda file: default_ledger_path(file, out), PAIR_MODES)
+    if not pairs_dir.is_dir():
+        fail(f"no pairs folder at {pairs_dir}")
+    with user_errors():
+        found = plan(out, pairs_dir=pairs_dir, folders=eval_dirs(), quick=quick)
+    for line in found.skipped:
+        note(line)
+    pairs: list[dict[str, Any]] = []
+    for evaluation in found.evaluations:
+        typer.echo(evaluation.describe(), err=True)
+        with user_errors():
+            ledger = run(run_evaluation(evaluation))
+        if evaluation.kind == "workday_dev":
+            _print_dev_set(ledger)
+        else:
+            pairs.append(ledger)
+    if pairs:
+        _print_pairs(pairs)
+
+
+@replay_app.command("workday-dev")
+def replay_workday_dev(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="[FILE]",
+            help="A workday_dev-style file (claim and turn lines). Default: the repository's "
+            "replays/pairs/workday_dev.jsonl.",
+            show_default=False,
+        ),
+    ] = REPO_PAIRS_DIR / "workday_dev.jsonl",
+    out: Annotated[
+        Path,
+        typer.Option("--out", metavar="LEDGER.json", help="The ledger to write."),
+    ] = Path("ledgers") / LEDGER_NAME,
+) -> None:
+    """Play workday_dev.jsonl like a cache: all claims in one store, every turn asked at each
+    calibrated error budget; recall and false hits for the tuning and the TEST split.
+
+    The tuning split (D001-D100) was used to fit the gate; the TEST split (D101-D150) never was,
+    and its figures are kept as counts only.
+    """
+    if not file.is_file():
+        fail(f"no workday-dev file at {file}")
+    with user_errors():
+        ledger = run(play_dev_set(file, out))
+    _print_dev_set(ledger)
+    typer.echo(f"wrote {out}", err=True)
 
 
 @replay_app.command("pairs")
 def replay_pairs(
-    file: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="A labelled pairs file.")],
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE.jsonl", help="A labelled pairs file (.gz is read).")
+    ],
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
             metavar="LEDGER.json",
-            help="The ledger to write. Default: ledgers/pairs-NAME-ledger.json for NAME.jsonl.",
+            help="The ledger to write. Default: ledgers/pairs-NAME[-HALF]-ledger.json.",
             show_default=False,
         ),
     ] = None,
@@ -177,19 +233,56 @@ def replay_pairs(
     isolated: Annotated[
         bool, typer.Option("--isolated", help="Only the isolated-pairs mode.")
     ] = False,
+    budgets: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--gate-budget",
+            min=0.0,
+            max=1.0,
+            help="The error budget to play at (repeat for several; the first one's rows are "
+            f"kept). Default: {DEFAULT_BUDGET}.",
+            show_default=False,
+        ),
+    ] = None,
+    half: Annotated[
+        str,
+        typer.Option(
+            "--half",
+            metavar="|".join(HALVES),
+            help="For a file whose ids define halves (Quora's qqp_pool): the pairs whose "
+            "sha256(id) is even (calibration) or odd (test), or all.",
+        ),
+    ] = "all",
+    sample: Annotated[
+        int | None,
+        typer.Option("--sample", min=1, help="Play at most this many pairs, chosen by id hash."),
+    ] = None,
 ) -> None:
     """Evaluate the gate on one pairs file: recall and false hits, in both modes by default.
 
     Each line is a JSON object with `a`, `b` and `label` (1: same question, 0: not), and
     optionally `source`, `id` and `hard_negative`; Quora's `question1`, `question2`,
     `is_duplicate` and PAWS's `sentence1`, `sentence2` are read too. Shared: every `a` stored in
-    one store, every `b` asked. Isolated: each pair alone under its own owner.
+    one store, every `b` asked. Isolated: each pair alone under its own owner. The ledger names
+    the budget, its threshold and the half; a test half's ledger holds counts only.
     """
     if not file.is_file():
         fail(f"no pairs file at {file}")
+    if half not in HALVES:
+        fail(f"--half must be one of {', '.join(HALVES)}, not {half!r}")
+    chosen_half: Half = half  # narrowed by the check above
     chosen = tuple(mode for mode, on in zip(PAIR_MODES, (shared, isolated), strict=True) if on)
-    path = out if out is not None else default_ledger_path(file, Path("ledgers"))
-    _evaluate_pairs([file], lambda _: path, chosen or PAIR_MODES)
+    path = out if out is not None else default_ledger_path(file, Path("ledgers"), chosen_half)
+    modes = chosen or PAIR_MODES
+    typer.echo(f"pairs: {file} ({', '.join(modes)}, {half}) -> {path}", err=True)
+    with user_errors():
+        ledger = run(
+            run_pairs(
+                file, path, modes=modes, budgets=tuple(budgets or (DEFAULT_BUDGET,)),
+                half=chosen_half, sample=sample,
+            )
+        )  # fmt: skip
+    _print_pairs([ledger])
 
 
 # -- charts and report -------------------------------------------------------------------------
@@ -229,19 +322,25 @@ def report(
         Path, typer.Option("--charts", metavar="DIR", help="Show the charts drawn here.")
     ] = Path("charts"),
 ) -> None:
-    """Print the results section: tables of the latest summaries, every figure from a ledger.
+    """Print the gate card and the results section, every figure from a ledger.
 
-    With --readme, the section also replaces what stands between `<!-- results:start -->` and
-    `<!-- results:end -->` in that file (the markers are appended when missing); running it
-    again with the same ledgers changes nothing.
+    The gate card (method, fitting and calibration data, recall and false hits by data set,
+    split and error budget) is printed when the ledgers hold workday_dev's or a Quora or PAWS
+    evaluation. With --readme, the results replace what stands between `<!-- results:start -->`
+    and `<!-- results:end -->` in that file, and the card what stands between
+    `<!-- gate-card:start -->` and `<!-- gate-card:end -->` (markers are added when missing,
+    the card's before the results); running it again with the same ledgers changes nothing.
     """
     base = readme.parent if readme is not None else Path(".")
     with user_errors():
         found = read_ledgers(ledgers)
         section = results_markdown(found, figures=existing_charts(charts_dir), base=base)
-        changed = update_readme(readme, section) if readme is not None else None
+        card = gate_card_markdown(found, default_model().params, DEFAULT_BUDGET)
+        changed = update_readme(readme, section, card) if readme is not None else None
     for name in found.missing:
         note(f"no {name} in {ledgers}: left out")
+    if card is not None:
+        typer.echo(card)
     typer.echo(section, nl=False)
     if readme is not None:
         typer.echo(f"{'updated' if changed else 'unchanged'}: {readme}", err=True)

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import StaffstoreError
+from ..gate.scoring import DEFAULT_BUDGET
+from .pairs import data_stem
 from .report import (
     CategoryMix,
     JobsLedger,
+    Ledgers,
     PairsLedger,
     ReplayLedger,
     fraction,
@@ -39,12 +43,15 @@ CHARTS: dict[str, str] = {
     "hostile_mix.png": "The hostile replay, category by category",
     "pairs_recall_vs_false_hits.png": "Pair evaluations: recall against the false-hit rate",
     "jobs_decisions.png": "The jobs replay: what each kind of request did",
+    "gate_budgets.png": "The gate's error budgets: recall against the false-hit rate",
 }
 
 HIT, MISS, FALSE_HIT, STALE_HIT = "#2a9d54", "#9aa3ad", "#d62728", "#ff8c00"
 MEASURED, CEILING = "#1f5fa8", "#6b7280"
 #: One colour per pairs file, in file order (cycled if there are more files).
 FILE_COLOURS = ("#1f5fa8", "#c2410c", "#7c3aed", "#0f766e", "#b91c1c", "#4d7c0f")
+#: One colour per curve of the budgets chart: more curves than files, so a longer cycle.
+CURVE_COLOURS = (*FILE_COLOURS, "#db2777", "#0369a1", "#a16207", "#374151")
 MODE_MARKERS = {"shared": "o", "isolated": "s"}
 MODE_SIZES = {"shared": 130, "isolated": 45}
 
@@ -79,6 +86,9 @@ def draw_charts(ledgers: Path, out: Path, *, note: Note = _ignore) -> list[Path]
         ("jobs_decisions.png",
          partial(_jobs, found.jobs["jobs"]) if "jobs" in found.jobs else None,
          "jobs-ledger.json"),
+        ("gate_budgets.png",
+         partial(_budgets, budget_curves(found)) if budget_curves(found) else None,
+         "workday_dev-ledger.json or a pairs ledger with budgets"),
     ]  # fmt: skip
     written: list[Path] = []
     for name, draw, needs in plan:
@@ -400,3 +410,83 @@ def _wanted(mix: CategoryMix) -> str:
 
 def _quick(ledger: ReplayLedger) -> str:
     return " (quick run)" if ledger.quick else ""
+
+
+# -- the gate's budgets --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One data set, split and mode across the error budgets: (budget, false-hit rate, recall)."""
+
+    label: str
+    points: list[tuple[float, float, float]]
+    test: bool
+
+
+def budget_curves(found: Ledgers) -> list[Curve]:
+    """Every curve the ledgers hold: workday_dev's two splits, each pairs file's modes."""
+    curves = []
+    if found.dev is not None:
+        for split in ("tune", "test"):
+            name = "TEST" if split == "test" else "tune (fitted on)"
+            points = [
+                (e.budget, getattr(e, split).false_hit_rate, getattr(e, split).recall)
+                for e in found.dev.budgets
+            ]
+            curves.append(Curve(f"workday_dev {name}", points, split == "test"))
+    for ledger in found.pairs:
+        if not ledger.budgets:
+            continue
+        for mode in ledger.modes:
+            points = [
+                (e.budget, e.modes[mode].false_hit_rate, e.modes[mode].recall)
+                for e in ledger.budgets
+                if mode in e.modes
+            ]
+            half = " TEST half" if ledger.half == "test" else ""
+            label = f"{data_stem(Path(ledger.file))}{half} · {mode}"
+            curves.append(Curve(label, points, ledger.half == "test"))
+    return curves
+
+
+def _budgets(curves: list[Curve]) -> Figure:
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    figure, axes = _figure(9, 6)
+    rates = [FALSE_HIT_BUDGET]
+    for number, curve in enumerate(curves):
+        colour = CURVE_COLOURS[number % len(CURVE_COLOURS)]
+        points = sorted(curve.points)
+        xs = [rate for _b, rate, _r in points]
+        ys = [recall for _b, _rate, recall in points]
+        rates += xs
+        style = "-" if curve.test else "--"
+        marker = "o" if "isolated" not in curve.label else "s"
+        axes.plot(xs, ys, linestyle=style, marker=marker, color=colour, label=curve.label,
+                  markersize=5, clip_on=False)  # fmt: skip
+        default = [(rate, recall) for b, rate, recall in points if b == DEFAULT_BUDGET]
+        axes.scatter([x for x, _ in default], [y for _, y in default], s=120,
+                     facecolors="none", edgecolors=colour, zorder=4, clip_on=False)  # fmt: skip
+        axes.annotate(
+            f"{points[-1][0]:.1%}", xy=(xs[-1], ys[-1]), xytext=(4, 2),
+            textcoords="offset points", fontsize=7, color=colour,
+        )  # fmt: skip
+    right = min(1.0, max(rates) * 3)
+    axes.set_xscale("symlog", linthresh=FALSE_HIT_BUDGET, linscale=1.5)
+    axes.set_xlim(-FALSE_HIT_BUDGET * 0.04, right)
+    axes.set_ylim(0, 1.0)
+    ticks = [0.0, FALSE_HIT_BUDGET / 2, FALSE_HIT_BUDGET, 0.01, 0.1, 1.0]
+    axes.xaxis.set_major_locator(FixedLocator([tick for tick in ticks if tick <= right]))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value * 100:g}%"))
+    _percent_axis(axes, "y", decimals=0)
+    axes.axvline(FALSE_HIT_BUDGET, color=FALSE_HIT, linestyle=":", linewidth=1)
+    axes.set_xlabel("false-hit rate (false hits / queries; linear to 0.1%, logarithmic above)")
+    axes.set_ylabel("recall (correct hits / turns that should hit)")
+    axes.set_title(
+        CHARTS["gate_budgets.png"] + "\none point per calibrated budget; ringed: the default; "
+        "the loosest budget labelled; solid: TEST splits",
+        fontsize=10,
+    )
+    axes.legend(loc="upper left", fontsize=7, ncols=2)
+    return figure

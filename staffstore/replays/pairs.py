@@ -15,14 +15,21 @@ the rule calls false; `false_hits` leaves out the identical-text hits (`identica
 the same words in the same order, differing only in case, spacing or punctuation) and the
 labelled-paraphrase hits (`labelled_paraphrase_hits`), so a reader can see exactly what each
 number holds.
+
+Each pair is asked at one or more error budgets (the gate's calibrated thresholds); the ledger
+names each budget's threshold, the half of the file played (`--half`, by a hash of the ids:
+splits.py) and the SHA-256 of the file. A test half's ledger keeps counts only, never a
+listing of its pairs, so nobody tunes on it.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,13 +38,17 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from ..gate import query_first
-from ..models import NewClaim, Turn
+from ..gate.scoring import DEFAULT_BUDGET, default_model
+from ..models import Decision, NewClaim, Turn
 from ..store import StaffStore
 from ..text.lexicon import tokens
+from .splits import HALF_RULE, Half, in_half
 
 #: The clock the evaluation runs at, so claims never expire mid-run and runs repeat exactly.
 _CLOCK = datetime(2026, 1, 1, tzinfo=UTC)
 _SHARED_OWNER = "pairs"
+
+SAMPLE_RULE = "the pairs of the half whose sha256('sample:' + id) is lowest, in file order"
 
 
 class Pair(BaseModel):
@@ -61,14 +72,21 @@ class Pair(BaseModel):
         return "unknown" if value is None else value
 
 
+def _lines(path: Path) -> list[str]:
+    """The file's lines; a `.gz` file is read through gzip (Quora's pool ships that way)."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return handle.read().splitlines()
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, EOFError) as error:
+        raise InputError(f"cannot read {path}: {error}") from error
+
+
 def read_pairs(path: Path) -> list[Pair]:
     """Read a pairs file, naming the first bad line if there is one."""
     pairs: list[Pair] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read {path}: {error}") from error
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(path), start=1):
         if not line.strip():
             continue
         try:
@@ -82,6 +100,36 @@ def read_pairs(path: Path) -> list[Pair]:
     if not pairs:
         raise InputError(f"{path} holds no pairs")
     return pairs
+
+
+def select(pairs: list[Pair], half: Half = "all", sample: int | None = None) -> list[Pair]:
+    """The pairs of one half (by the hash of their ids), then at most `sample` of them.
+
+    The sample is the pairs whose ids hash lowest under another salt: deterministic, the same
+    whatever the file order, and unrelated to which half a pair is in. File order is kept.
+    """
+    if half != "all":
+        missing = sum(1 for pair in pairs if pair.id is None)
+        if missing:
+            raise InputError(f"--half needs an id on every pair; {missing} pairs have none")
+        pairs = [pair for pair in pairs if in_half(pair.id, half)]
+    if sample is not None and sample < len(pairs):
+        ranked = sorted(
+            range(len(pairs)),
+            key=lambda i: hashlib.sha256(f"sample:{pairs[i].id or i}".encode()).hexdigest(),
+        )
+        chosen = set(ranked[:sample])
+        pairs = [pair for i, pair in enumerate(pairs) if i in chosen]
+    return pairs
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a data file's bytes, so a ledger names exactly what it measured."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _same_text(x: str, y: str) -> bool:
@@ -122,11 +170,15 @@ def _tally(rows: list[dict[str, Any]]) -> dict[str, Any]:
     false_on_negatives = sum(
         1 for row in rows if row["label"] == 0 and row["verdict"] == "false_hit"
     )
+    second_look = [row for row in rows if row["outcome"] == "hit" and row["second_look"]]
     return {
         "queries": queries,
         "positives": positives,
         "negatives": negatives,
         "hits": sum(1 for row in rows if row["outcome"] == "hit"),
+        "second_look_hits": len(second_look),
+        "second_look_correct_hits": sum(1 for r in second_look if r["verdict"] == "correct_hit"),
+        "second_look_false_hits": sum(1 for r in second_look if r["verdict"] == "false_hit"),
         "correct_hits": counts["correct_hit"],
         "recall": counts["correct_hit"] / positives if positives else 0.0,
         "false_hits": counts["false_hit"],
@@ -140,73 +192,151 @@ def _tally(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def evaluate_pairs(path: Path, *, isolated: bool = False) -> dict[str, Any]:
-    """Run the pair evaluation on one file in one mode; return the ledger (rows and summary)."""
-    pairs = read_pairs(path)
+def _verdict(pair: Pair, decision: Decision, paraphrases: set[frozenset[str]]) -> str:
+    if not decision.hit:
+        return "miss"
+    served = decision.claim.question if decision.claim else ""
+    if pair.label == 1 and served == pair.a:
+        return "correct_hit"
+    if _same_text(served, pair.b):
+        return "identical_text_hit"
+    if frozenset((served, pair.b)) in paraphrases:
+        return "labelled_paraphrase_hit"
+    return "false_hit"
+
+
+async def evaluate_budgets(
+    pairs: list[Pair], budgets: Sequence[float], *, isolated: bool = False, name: str = ""
+) -> list[dict[str, Any]]:
+    """Run the pair evaluation in one mode at each error budget; one result (summary,
+    by_source, rows) per budget, in the order given.
+
+    The store is loaded once; each pair is asked at every budget in turn, so the second look's
+    cache serves the later budgets what the first one worked out.
+    """
     paraphrases = {frozenset((pair.a, pair.b)) for pair in pairs if pair.label == 1}
+    rows: list[list[dict[str, Any]]] = [[] for _ in budgets]
     with tempfile.TemporaryDirectory(prefix="staffstore-pairs-") as scratch:
         async with StaffStore.open(Path(scratch) / "pairs.db") as store:
             await _load(store, pairs, isolated)
-            rows = []
             for index, pair in enumerate(pairs):
                 owner = f"pair-{index}" if isolated else _SHARED_OWNER
-                decision = await query_first(store, Turn(owner=owner, text=pair.b, now=_CLOCK))
-                if not decision.hit:
-                    verdict = "miss"
-                else:
-                    served = decision.claim.question if decision.claim else ""
-                    if pair.label == 1 and served == pair.a:
-                        verdict = "correct_hit"
-                    elif _same_text(served, pair.b):
-                        verdict = "identical_text_hit"
-                    elif frozenset((served, pair.b)) in paraphrases:
-                        verdict = "labelled_paraphrase_hit"
-                    else:
-                        verdict = "false_hit"
-                rows.append(
-                    {
-                        "id": pair.id,
-                        "source": pair.source,
-                        "label": pair.label,
-                        "hard_negative": pair.hard_negative,
-                        "outcome": decision.outcome,
-                        "reason": decision.reason,
-                        "score": decision.score,
-                        "verdict": verdict,
-                        "served": decision.claim.question if decision.claim else None,
-                    }
-                )
-    by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for pair, row in zip(pairs, rows, strict=True):
-        by_source[pair.source].append(row)
-    summary = _tally(rows)
-    summary.update(
-        {
-            "file": path.name,
-            "mode": "isolated" if isolated else "shared",
-            "claims": len({(i if isolated else 0, p.a) for i, p in enumerate(pairs)}),
-            "reasons": dict(sorted(Counter(row["reason"] for row in rows).items())),
-        }
+                for at, budget in enumerate(budgets):
+                    turn = Turn(owner=owner, text=pair.b, now=_CLOCK, gate_budget=budget)
+                    decision = await query_first(store, turn)
+                    rows[at].append(
+                        {
+                            "id": pair.id,
+                            "source": pair.source,
+                            "label": pair.label,
+                            "hard_negative": pair.hard_negative,
+                            "outcome": decision.outcome,
+                            "reason": decision.reason,
+                            "score": decision.score,
+                            "second_look": decision.hit and decision.threshold is not None,
+                            "verdict": _verdict(pair, decision, paraphrases),
+                            "served": decision.claim.question if decision.claim else None,
+                        }
+                    )
+    claims = len({(i if isolated else 0, p.a) for i, p in enumerate(pairs)})
+    results = []
+    for budget, budget_rows in zip(budgets, rows, strict=True):
+        by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for pair, row in zip(pairs, budget_rows, strict=True):
+            by_source[pair.source].append(row)
+        summary = _tally(budget_rows)
+        summary.update(
+            {
+                "file": name,
+                "mode": "isolated" if isolated else "shared",
+                "budget": budget,
+                "threshold": default_model().threshold(budget),
+                "claims": claims,
+                "reasons": dict(sorted(Counter(row["reason"] for row in budget_rows).items())),
+            }
+        )
+        results.append(
+            {
+                "summary": summary,
+                "by_source": {source: _tally(group) for source, group in sorted(by_source.items())},
+                "rows": budget_rows,
+            }
+        )
+    return results
+
+
+async def evaluate_pairs(
+    path: Path, *, isolated: bool = False, budget: float = DEFAULT_BUDGET
+) -> dict[str, Any]:
+    """Run the pair evaluation on one file in one mode; return the ledger (rows and summary)."""
+    (result,) = await evaluate_budgets(
+        read_pairs(path), [budget], isolated=isolated, name=path.name
     )
-    return {
-        "summary": summary,
-        "by_source": {source: _tally(group) for source, group in sorted(by_source.items())},
-        "rows": rows,
-    }
+    return result
 
 
 async def run_pairs(
-    path: Path, out: Path | None = None, *, modes: Iterable[str] = ("shared", "isolated")
+    path: Path,
+    out: Path | None = None,
+    *,
+    modes: Iterable[str] = ("shared", "isolated"),
+    budgets: Sequence[float] = (DEFAULT_BUDGET,),
+    half: Half = "all",
+    sample: int | None = None,
 ) -> dict[str, Any]:
-    """Evaluate one pairs file in each mode and write one ledger holding both."""
-    ledger: dict[str, Any] = {"file": path.name, "modes": {}}
+    """Evaluate one pairs file in each mode at each budget and write one ledger holding them.
+
+    The ledger's `modes` hold the first budget's results (with every pair's row, unless the
+    file's test half is played: nobody should tune on a listing of it); `budgets` holds each
+    budget's threshold and summaries.
+    """
+    if not budgets:
+        raise InputError("no error budget to evaluate at")
+    everything = read_pairs(path)
+    pairs = select(everything, half, sample)
+    if not pairs:
+        raise InputError(f"{path}: no pairs in the {half} half")
+    in_half_count = len(select(everything, half))
+    model = default_model()
+    ledger: dict[str, Any] = {
+        "file": path.name,
+        "sha256": file_sha256(path),
+        "half": half,
+        "half_rule": None if half == "all" else HALF_RULE,
+        "pairs_in_half": in_half_count,
+        "sample": None
+        if len(pairs) == in_half_count
+        else {"size": len(pairs), "of": in_half_count, "rule": SAMPLE_RULE},
+        "rows_withheld": half == "test",
+        "budget": budgets[0],
+        "threshold": model.threshold(budgets[0]),
+        "modes": {},
+        "budgets": [{"budget": b, "threshold": model.threshold(b), "modes": {}} for b in budgets],
+    }
     for mode in modes:
-        ledger["modes"][mode] = await evaluate_pairs(path, isolated=(mode == "isolated"))
+        results = await evaluate_budgets(
+            pairs, budgets, isolated=(mode == "isolated"), name=path.name
+        )
+        for entry, result in zip(ledger["budgets"], results, strict=True):
+            entry["modes"][mode] = result["summary"]
+        first = results[0]
+        if half == "test":
+            first = {"summary": first["summary"], "by_source": first["by_source"]}
+        ledger["modes"][mode] = first
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(ledger, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return ledger
 
 
-def default_ledger_path(pairs_file: Path, ledgers: Path) -> Path:
-    return ledgers / f"pairs-{pairs_file.stem}-ledger.json"
+def data_stem(pairs_file: Path) -> str:
+    """`qqp_pool.jsonl.gz` -> `qqp_pool`; `paws_wiki_dev.jsonl` -> `paws_wiki_dev`."""
+    name = pairs_file.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def default_ledger_path(pairs_file: Path, ledgers: Path, half: Half = "all") -> Path:
+    part = "" if half == "all" else f"-{half}"
+    return ledgers / f"pairs-{data_stem(pairs_file)}{part}-ledger.json"

@@ -22,7 +22,11 @@ from . import REPLAYS
 
 START = "<!-- results:start -->"
 END = "<!-- results:end -->"
+#: The gate card's markers (gate_card.py renders it); it goes before the results.
+CARD_START = "<!-- gate-card:start -->"
+CARD_END = "<!-- gate-card:end -->"
 PAIRS_GLOB = "pairs-*-ledger.json"
+DEV_LEDGER = "workday_dev-ledger.json"
 
 LedgerT = TypeVar("LedgerT", bound=BaseModel)
 
@@ -93,9 +97,83 @@ class PairsMode(BaseModel):
     summary: PairsSummary
 
 
+class PairsBudget(BaseModel):
+    budget: float
+    threshold: float
+    modes: dict[str, PairsSummary]
+
+
+class PairsSample(BaseModel):
+    size: int
+    of: int
+
+
 class PairsLedger(BaseModel):
     file: str
     modes: dict[str, PairsMode]
+    # Ledgers written before budgets and halves existed lack these fields.
+    sha256: str | None = None
+    half: str = "all"
+    sample: PairsSample | None = None
+    budget: float | None = None
+    threshold: float | None = None
+    budgets: list[PairsBudget] = []
+
+    @property
+    def label(self) -> str:
+        """The file, and the half and sample played when not the whole file."""
+        parts = [] if self.half == "all" else [f"{self.half} half"]
+        if self.sample is not None:
+            parts.append(f"{self.sample.size:,} of {self.sample.of:,} sampled")
+        return self.file + (f" ({', '.join(parts)})" if parts else "")
+
+
+class DevStyle(BaseModel):
+    turns: int
+    correct_hits: int = 0
+    false_hits: int = 0
+
+
+class DevSplit(BaseModel):
+    turns: int
+    hit_turns: int
+    miss_turns: int
+    correct_hits: int
+    recall: float
+    recall_by_style: dict[str, DevStyle]
+    false_hits: int
+    false_hit_rate: float
+    false_hits_on_miss_turns: int
+    wrong_claim_hits: int
+    false_hits_by_miss_style: dict[str, DevStyle]
+    strict_hits: int
+    second_look_hits: int
+
+
+class DevBudget(BaseModel):
+    budget: float
+    threshold: float
+    default: bool
+    tune: DevSplit
+    test: DevSplit
+
+
+class DevSplitInfo(BaseModel):
+    what: str
+    used_for_fitting: bool
+    claims: int
+    turns: int
+
+
+class DevLedger(BaseModel):
+    """The workday-dev replay's ledger (workday_dev-ledger.json)."""
+
+    name: str
+    file: str
+    sha256: str
+    splits: dict[str, DevSplitInfo]
+    default_budget: float
+    budgets: list[DevBudget]
 
 
 #: Replays whose ledgers count dispatched jobs, not turns (read as JobsLedger).
@@ -172,6 +250,8 @@ class Ledgers:
     wakeups: dict[str, WakeupsLedger] = field(default_factory=dict)
     #: The benchmark ledgers (bench-store.json, bench-proxy.json) as written, when present.
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The workday-dev replay's ledger, when present.
+    dev: DevLedger | None = None
 
 
 def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
@@ -194,7 +274,8 @@ def read_ledgers(folder: Path) -> Ledgers:
     """Read every replay and pairs ledger in `folder`; InputError if there are none at all."""
     if not folder.is_dir():
         raise InputError(f"no ledgers folder at {folder} (run `staffstore replay all` first)")
-    found = Ledgers(folder)
+    dev = folder / DEV_LEDGER
+    found = Ledgers(folder, dev=read_ledger(dev, DevLedger) if dev.exists() else None)
     for name in REPLAYS:
         path = folder / f"{name}-ledger.json"
         if path.exists() and name in JOB_REPLAYS:
@@ -214,7 +295,8 @@ def read_ledgers(folder: Path) -> Ledgers:
                 found.benchmarks[name] = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise InputError(f"cannot read {path}: {error}") from None
-    if not found.replays and not found.pairs and not found.jobs and not found.wakeups:
+    nothing = not (found.replays or found.pairs or found.jobs or found.wakeups)
+    if nothing and found.dev is None:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
     return found
 
@@ -353,7 +435,7 @@ def pairs_row(ledger: PairsLedger, mode: str) -> list[str]:
     """One mode's cells, in PAIRS_COLUMNS order."""
     s = ledger.modes[mode].summary
     return [
-        ledger.file, mode, str(s.queries), percent(s.recall), f"{s.correct_hits}/{s.positives}",
+        ledger.label, mode, str(s.queries), percent(s.recall), f"{s.correct_hits}/{s.positives}",
         str(s.false_hits), rate(s.false_hit_rate), str(s.identical_text_hits),
         str(s.labelled_paraphrase_hits), str(s.false_hits_strict), rate(s.false_hit_rate_strict),
     ]  # fmt: skip
@@ -533,20 +615,27 @@ def results_markdown(
     return "\n".join(lines) + "\n"
 
 
-def splice_results(text: str, section: str) -> str:
-    """Put `section` between the results markers of `text`, appending the markers if missing."""
-    block = f"{START}\n{section.strip()}\n{END}"
-    starts, ends = text.count(START), text.count(END)
+def splice_results(
+    text: str, section: str, start: str = START, end: str = END, before: str | None = None
+) -> str:
+    """Put `section` between the `start` and `end` markers of `text`. Missing markers are
+    added: before the marker `before` when the text has it, else at the end."""
+    block = f"{start}\n{section.strip()}\n{end}"
+    starts, ends = text.count(start), text.count(end)
     if starts == ends == 0:
+        if before is not None and text.count(before) == 1:
+            at = text.find(before)
+            return f"{text[:at]}{block}\n\n{text[at:]}"
         return f"{text.rstrip()}\n\n{block}\n" if text.strip() else f"{block}\n"
-    start, end = text.find(START), text.find(END)
-    if starts != 1 or ends != 1 or end < start:
-        raise InputError(f"the results markers are damaged: want one {START} before one {END}")
-    return text[:start] + block + text[end + len(END) :]
+    first, last = text.find(start), text.find(end)
+    if starts != 1 or ends != 1 or last < first:
+        raise InputError(f"the markers are damaged: want one {start} before one {end}")
+    return text[:first] + block + text[last + len(end) :]
 
 
-def update_readme(readme: Path, section: str) -> bool:
-    """Splice `section` into the README file; return whether its text changed."""
+def update_readme(readme: Path, section: str, card: str | None = None) -> bool:
+    """Splice `section` (and the gate `card`, before it) into the README file; return whether
+    its text changed."""
     try:
         text = readme.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -555,6 +644,8 @@ def update_readme(readme: Path, section: str) -> bool:
         raise InputError(f"cannot read {readme}: {error}") from None
     try:
         updated = splice_results(text, section)
+        if card is not None:
+            updated = splice_results(updated, card, CARD_START, CARD_END, before=START)
     except InputError as error:
         raise InputError(f"{readme}: {error}") from None
     if updated == text:

@@ -1,0 +1,286 @@
+"""The gate card: how the gate decides, what it was fitted on, and how it does, from the ledgers.
+
+Every figure comes from the shipped gate parameters (staffstore/gate/data/gate_params.json: what
+was fitted and calibrated on what, the threshold of each error budget) or from a ledger that a
+replay wrote; none is typed here. A ledger measured at a threshold the shipped parameters no
+longer give for its budget is marked stale, so an old Quora ledger (its data is not shipped, so
+`make run` on a fresh clone cannot replay it) shows as what it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .report import DevLedger, DevSplit, Ledgers, PairsLedger, PairsSummary, percent, rate
+
+#: The data sets of the card, in its order: (ledger file stem, half, what to call it).
+PAIR_SETS = (
+    ("qqp_pool", "test", "Quora qqp_pool"),
+    ("qqp_tune6k", "all", "Quora qqp_tune6k"),
+    ("paws_wiki_dev", "all", "PAWS-Wiki dev (not a clean test)"),
+)
+
+METHOD = (
+    "A turn is served a stored claim when the strict test finds the same content words in the "
+    "same order (up to a few fixed alternations), or when the second look accepts it. The "
+    "second look first reads both questions slot by slot: identifiers, numbers, versions, "
+    "dates and times, names, negation and polarity, quantifiers and scope, comparatives, "
+    "platforms and environments, and the question's focus (why / when / who / how many ...) "
+    "must agree, or the turn misses as `changed_requirement`, naming the slot. It then aligns "
+    "the two questions' remaining words softly (a static word similarity, word rarity, learned "
+    "filler words that a paraphrase adds or drops), and refuses two words that traded places, "
+    "a reordering beyond one moved phrase (`word_order`) and a word swapped for an unrelated "
+    "one (`substitution`). What is left is scored by a logistic model over the alignment's "
+    "measures ({features}), fitted by `tools/fit_gate.py`. The user sets an error budget (the "
+    "share of turns that may be served another question's answer; `--gate-budget`, default "
+    "{default}); the calibration maps each budget to the lowest threshold that kept the "
+    "calibration sets' added false hits within it."
+)
+
+FAILURE_CLASSES = (
+    "- **Paraphrases that change many words at once.** The alignment forgives a wrapper, a "
+    "synonym or a restructured phrase, but a turn that does several of these together leaves "
+    "too much unaligned content and scores below the threshold; at the default budget most of "
+    "the hits the strict test misses stay misses.",
+    "- **Shorthand and vocabulary the word similarity does not know.** Team jargon and "
+    "abbreviations align only when the similarity table or the strict test's rewrites know "
+    "them.",
+    "- **Near misses whose difference is not a slot.** A different aspect of the same subject "
+    "(cost against count, duration against cause) or another entity written as an ordinary "
+    "word can align well and score high; at the looser budgets these are where false hits "
+    "come from.",
+    "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "
+    "served a near twin stored under another pair; the shared-store figures count these, the "
+    "isolated ones cannot.",
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the results table: a data set, split and mode, at each budget."""
+
+    name: str
+    split: str
+    mode: str
+    cells: dict[float, tuple[float, float, int, int]]  # budget -> recall, rate, hits, queries
+    stale: bool
+
+
+def _dev_rows(dev: DevLedger, current: dict[float, float]) -> list[Row]:
+    rows = []
+    for split in ("tune", "test"):
+        cells = {}
+        for entry in dev.budgets:
+            figures: DevSplit = getattr(entry, split)
+            cells[entry.budget] = (
+                figures.recall,
+                figures.false_hit_rate,
+                figures.false_hits,
+                figures.turns,
+            )
+        label = "tune (fitted on)" if dev.splits[split].used_for_fitting else "TEST"
+        stale = any(current.get(e.budget) != e.threshold for e in dev.budgets)
+        rows.append(Row("workday_dev", label, "shared store", cells, stale))
+    return rows
+
+
+def _pairs_rows(ledger: PairsLedger, name: str, current: dict[float, float]) -> list[Row]:
+    if not ledger.budgets:  # written before budgets existed: its one budget is unknown
+        return [Row(name, _split(ledger), mode, {}, True) for mode in ledger.modes]
+    rows = []
+    for mode in ledger.modes:
+        cells: dict[float, tuple[float, float, int, int]] = {}
+        for entry in ledger.budgets:
+            s: PairsSummary = entry.modes[mode]
+            cells[entry.budget] = (s.recall, s.false_hit_rate, s.false_hits, s.queries)
+        stale = any(current.get(e.budget) != e.threshold for e in ledger.budgets)
+        rows.append(Row(name, _split(ledger), mode, cells, stale))
+    return rows
+
+
+def _split(ledger: PairsLedger) -> str:
+    sampled = f", {ledger.sample.size:,} of {ledger.sample.of:,} sampled" if ledger.sample else ""
+    if ledger.half == "test":
+        return f"TEST half{sampled}"
+    if ledger.file.startswith("paws"):
+        return f"whole: half fitted on, half calibrated on{sampled}"
+    return f"whole (a tuning set){sampled}"
+
+
+def _find(ledgers: Ledgers, stem: str, half: str) -> PairsLedger | None:
+    for ledger in ledgers.pairs:
+        if ledger.file.split(".")[0] == stem and ledger.half == half:
+            return ledger
+    return None
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    rule = ["---" if side == "l" else "---:" for side in align]
+    return [f"| {' | '.join(cells)} |" for cells in [headers, rule, *rows]]
+
+
+def _trained(entries: dict[str, Any]) -> list[str]:
+    lines = []
+    for what, info in entries.items():
+        if isinstance(info, dict):
+            lines.append(f"- {what}: {info['pairs']:,} pairs (data SHA-256 {info['sha256'][:12]})")
+        else:
+            lines.append(f"- {what.replace('_', ' ')}: {info:,}")
+    return lines
+
+
+def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float) -> str | None:
+    """The gate card for these ledgers and the shipped gate parameters; None when the ledgers
+    hold none of its data sets."""
+    if ledgers.dev is None and not any(_find(ledgers, s, h) for s, h, _ in PAIR_SETS):
+        return None
+    calibration = sorted(params["calibration"], key=lambda point: point["budget"])
+    current = {float(p["budget"]): float(p["threshold"]) for p in calibration}
+    budgets = sorted(current)
+    lines = [
+        "## Gate card",
+        "",
+        "Generated by `staffstore report` from `staffstore/gate/data/gate_params.json` and the "
+        "ledgers; no figure below is typed by hand.",
+        "",
+        "**Method.** "
+        + METHOD.format(features=", ".join(params["features"]), default=percent(default, 1)),
+        "",
+        "**Fitted on** (filler words and the logistic score):",
+        "",
+        *_trained(params.get("fitted_on", {})),
+        "",
+        "**Calibrated on** (budget -> threshold; each pair alone):",
+        "",
+        *_trained(params.get("calibrated_on", {})),
+        "",
+    ]
+    cal_sets = sorted({name for p in calibration for name in p.get("measured", {})})
+    lines += _table(
+        ["budget", "threshold", *(f"{name}: recall / false-hit rate" for name in cal_sets)],
+        [
+            [
+                percent(p["budget"], 1) + (" (default)" if p["budget"] == default else ""),
+                f"{p['threshold']:g}",
+                *(
+                    f"{percent(m['recall'])} / {rate(m['false_hit_rate'])}"
+                    if (m := p.get("measured", {}).get(name))
+                    else "-"
+                    for name in cal_sets
+                ),
+            ]
+            for p in calibration
+        ],
+        "lr" + "r" * len(cal_sets),
+    )
+    rows: list[Row] = []
+    if ledgers.dev is not None:
+        rows += _dev_rows(ledgers.dev, current)
+    for stem, half, name in PAIR_SETS:
+        found = _find(ledgers, stem, half)
+        if found is not None:
+            rows += _pairs_rows(found, name, current)
+    lines += [
+        "",
+        "**Results by data set and split.** Each cell: recall (correct hits / turns or pairs "
+        "that should hit) / false-hit rate (false hits / all queries), at each error budget and "
+        "its threshold. workday_dev plays all its claims in one store; Quora and PAWS in a "
+        "shared store (every `a` stored together) and isolated (each pair alone). The workday_dev "
+        "tuning split and half of PAWS-Wiki dev were fitted on, the other half of PAWS-Wiki dev "
+        "calibrated on: only the TEST rows are clean tests.",
+        "",
+    ]
+    headers = ["data set", "split", "mode"] + [
+        f"{percent(b, 1)}{' (default)' if b == default else ''}, t={current[b]:g}" for b in budgets
+    ]
+    table_rows = []
+    for row in rows:
+        cells = []
+        for budget in budgets:
+            cell = row.cells.get(budget)
+            cells.append("-" if cell is None else f"{percent(cell[0])} / {rate(cell[1])}")
+        name = row.name + (" (stale: other thresholds)" if row.stale else "")
+        table_rows.append([name, row.split, row.mode, *cells])
+    lines += _table(headers, table_rows, "lll" + "r" * len(budgets))
+    lines += ["", *_provenance(ledgers)]
+    if ledgers.dev is not None:
+        lines += ["", *_dev_styles(ledgers.dev)]
+    lines += ["", "**Known failure classes.**", "", *FAILURE_CLASSES]
+    return "\n".join(lines) + "\n"
+
+
+def _provenance(ledgers: Ledgers) -> list[str]:
+    """Which data each ledger measured, so a ledger left from other data is visible."""
+    items = []
+    if ledgers.dev is not None:
+        items.append(f"`{ledgers.dev.file}` {ledgers.dev.sha256[:12]}")
+    for stem, half, _name in PAIR_SETS:
+        found = _find(ledgers, stem, half)
+        if found is not None:
+            sha = found.sha256[:12] if found.sha256 else "not recorded"
+            items.append(f"`{found.file}` {sha}")
+    return ["Data measured (SHA-256 prefix, from the ledgers): " + "; ".join(items) + "."]
+
+
+def _dev_styles(dev: DevLedger) -> list[str]:
+    """workday_dev at the default budget, style by style: counts for both splits."""
+    entry = next((e for e in dev.budgets if e.default), dev.budgets[0])
+    hit_styles = sorted(set(entry.tune.recall_by_style) | set(entry.test.recall_by_style))
+    miss_styles = sorted(
+        set(entry.tune.false_hits_by_miss_style) | set(entry.test.false_hits_by_miss_style)
+    )
+
+    def hits(split: DevSplit, style: str) -> str:
+        s = split.recall_by_style.get(style)
+        return "-" if s is None else f"{s.correct_hits}/{s.turns}"
+
+    def false(split: DevSplit, style: str) -> str:
+        s = split.false_hits_by_miss_style.get(style)
+        return "-" if s is None else f"{s.false_hits}/{s.turns}"
+
+    loosest = max(dev.budgets, key=lambda e: e.budget)
+    return [
+        f"workday_dev by style at the default budget ({percent(entry.budget, 1)}; hits served "
+        f"by the strict test / the second look: tune {entry.tune.strict_hits} / "
+        f"{entry.tune.second_look_hits}, TEST {entry.test.strict_hits} / "
+        f"{entry.test.second_look_hits}) and, for false hits, at the loosest "
+        f"({percent(loosest.budget, 1)}):",
+        "",
+        *_table(
+            ["hit style", "tune: served own claim", "TEST: served own claim"],
+            [[s, hits(entry.tune, s), hits(entry.test, s)] for s in hit_styles],
+            "lrr",
+        ),
+        "",
+        *_table(
+            [
+                "miss style",
+                "tune: false hits (default)",
+                "TEST: false hits (default)",
+                f"tune: false hits ({percent(loosest.budget, 1)})",
+                f"TEST: false hits ({percent(loosest.budget, 1)})",
+            ],
+            [
+                [
+                    s,
+                    false(entry.tune, s),
+                    false(entry.test, s),
+                    false(loosest.tune, s),
+                    false(loosest.test, s),
+                ]
+                for s in miss_styles
+            ]
+            + [
+                [
+                    "hit turn served another claim",
+                    str(entry.tune.wrong_claim_hits),
+                    str(entry.test.wrong_claim_hits),
+                    str(loosest.tune.wrong_claim_hits),
+                    str(loosest.test.wrong_claim_hits),
+                ]
+            ],
+            "lrrrr",
+        ),
+    ]
