@@ -47,10 +47,10 @@ FAILURE_CLASSES = (
     "- **Shorthand and vocabulary the word similarity does not know.** Team jargon and "
     "abbreviations align only when the similarity table or the strict test's rewrites know "
     "them.",
-    "- **Near misses whose difference is not a slot.** A different aspect of the same subject "
-    "(cost against count, duration against cause) or another entity written as an ordinary "
-    "word can align well and score high; at the looser budgets these are where false hits "
-    "come from.",
+    "- **Near misses whose difference is not a slot.** An opposite the slot list does not know "
+    "(rolling a deployment back against rolling it out), another requirement written as "
+    "ordinary words, or a different aspect of the same subject can align well and score high; "
+    "at the looser budgets these are where the near-miss false hits come from.",
     "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",
@@ -208,6 +208,8 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     if ledgers.dev is not None:
         lines += ["", *_dev_styles(ledgers.dev)]
     lines += ["", "**Known failure classes.**", "", *FAILURE_CLASSES]
+    if ledgers.dev is not None:
+        lines += _observed(ledgers.dev)
     return "\n".join(lines) + "\n"
 
 
@@ -283,4 +285,35 @@ def _dev_styles(dev: DevLedger) -> list[str]:
             ],
             "lrrrr",
         ),
+    ]
+
+
+def _observed(dev: DevLedger) -> list[str]:
+    """What workday_dev shows of those classes: the hit styles served least at the default
+    budget, and the near-miss styles served at any budget (both splits' counts summed)."""
+    default = next((e for e in dev.budgets if e.default), dev.budgets[0])
+    served: dict[str, tuple[int, int]] = {}
+    for split in (default.tune, default.test):
+        for style, s in split.recall_by_style.items():
+            hits, turns = served.get(style, (0, 0))
+            served[style] = (hits + s.correct_hits, turns + s.turns)
+    weakest = sorted(served.items(), key=lambda item: item[1][0] / item[1][1])[:4]
+    through: list[str] = []
+    for style in sorted({st for e in dev.budgets for st in e.tune.false_hits_by_miss_style}):
+        for entry in sorted(dev.budgets, key=lambda e: e.budget):
+            count = sum(
+                split.false_hits_by_miss_style[style].false_hits
+                for split in (entry.tune, entry.test)
+                if style in split.false_hits_by_miss_style
+            )
+            if count:
+                through.append(f"{style} (from the {percent(entry.budget, 1)} budget: {count})")
+                break
+    return [
+        "- **Seen in workday_dev** (tune and TEST summed): the hit styles served least at the "
+        "default budget are "
+        + ", ".join(f"{style} {hits}/{turns}" for style, (hits, turns) in weakest)
+        + "; near-miss styles served at some budget: "
+        + (", ".join(through) if through else "none")
+        + ".",
     ]

@@ -601,7 +601,8 @@ def results_markdown(
             "",
             "Shared: every `a` in one store. Isolated: each pair alone. Strict counts every hit "
             "on another pair's `a` as false, including identical-text hits (the same words as "
-            "the query).",
+            "the query). Each row is at its ledger's first error budget (the default unless "
+            "`replay pairs --gate-budget` chose another); the gate card has every budget.",
         ]
     if ledgers.benchmarks:
         try:
