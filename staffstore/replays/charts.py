@@ -480,7 +480,11 @@ def _budgets(curves: list[Curve]) -> Figure:
     axes.xaxis.set_major_locator(FixedLocator([tick for tick in ticks if tick <= right]))
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value * 100:g}%"))
     _percent_axis(axes, "y", decimals=0)
-    axes.axvline(FALSE_HIT_BUDGET, color=FALSE_HIT, linestyle=":", linewidth=1)
+    axes.axvline(DEFAULT_BUDGET, color=FALSE_HIT, linestyle=":", linewidth=1)
+    axes.text(
+        DEFAULT_BUDGET, 0.99, f" the default budget, {percent(DEFAULT_BUDGET)}", color=FALSE_HIT,
+        fontsize=8, va="top",
+    )  # fmt: skip
     axes.set_xlabel("false-hit rate (false hits / queries; linear to 0.1%, logarithmic above)")
     axes.set_ylabel("recall (correct hits / turns that should hit)")
     axes.set_title(
@@ -488,5 +492,5 @@ def _budgets(curves: list[Curve]) -> Figure:
         "the loosest budget labelled; solid: TEST splits",
         fontsize=10,
     )
-    axes.legend(loc="upper left", fontsize=7, ncols=2)
+    axes.legend(loc="upper left", fontsize=7, ncols=2, bbox_to_anchor=(0.0, 0.94))
     return figure
