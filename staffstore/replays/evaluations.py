@@ -105,7 +105,8 @@ def plan(
             ledger = default_ledger_path(file, out)
             found.evaluations.append(Evaluation(file, ledger, "pairs", budgets, sample=sample))
     tune, pool = find(QUORA_TUNE, folders), find(QUORA_POOL, folders)
-    if tune is not None:
+    planned = {evaluation.ledger for evaluation in found.evaluations}
+    if tune is not None and default_ledger_path(tune, out) not in planned:
         ledger = default_ledger_path(tune, out)
         found.evaluations.append(Evaluation(tune, ledger, "pairs", budgets, sample=sample))
     if pool is not None:
