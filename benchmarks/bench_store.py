@@ -103,9 +103,9 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     db = scratch / f"bench-{count}.db"
 
     started = time.perf_counter()
-    parsed = read_claims(source)
-    async with StaffStore.open(db) as store:
-        await store_claims(store, parsed)
+    with read_claims(source) as parsed:
+        async with StaffStore.open(db) as store:
+            await store_claims(store, parsed)
     import_seconds = time.perf_counter() - started
 
     queries = make_queries(claims, samples, seed)

@@ -38,19 +38,19 @@ async def store(tmp_path: Path) -> AsyncIterator[StaffStore]:
 
 
 def test_blank_lines_are_ignored_but_still_numbered() -> None:
-    parsed = parse_claims(lines_of(claim_line(1), "", "   ", "not json"))
-    assert len(parsed.claims) == 1
-    assert [bad.number for bad in parsed.bad] == [4]
+    with parse_claims(lines_of(claim_line(1), "", "   ", "not json")) as parsed:
+        assert parsed.count == 1
+        assert [bad.number for bad in parsed.bad] == [4]
 
 
 def test_a_leading_byte_order_mark_is_accepted() -> None:
-    parsed = parse_claims(lines_of(b"\xef\xbb\xbf" + claim_line(1).encode()))
-    assert len(parsed.claims) == 1 and not parsed.bad
+    with parse_claims(lines_of(b"\xef\xbb\xbf" + claim_line(1).encode())) as parsed:
+        assert parsed.count == 1 and not parsed.bad
 
 
 def test_crlf_line_endings_are_accepted() -> None:
-    parsed = parse_claims(io.BytesIO(f"{claim_line(1)}\r\n{claim_line(2)}\r\n".encode()))
-    assert len(parsed.claims) == 2 and not parsed.bad
+    with parse_claims(io.BytesIO(f"{claim_line(1)}\r\n{claim_line(2)}\r\n".encode())) as parsed:
+        assert parsed.count == 2 and not parsed.bad
 
 
 @pytest.mark.parametrize(
@@ -68,9 +68,9 @@ def test_crlf_line_endings_are_accepted() -> None:
     ],
 )
 def test_a_bad_line_gets_a_reason(line: bytes, reason: str) -> None:
-    parsed = parse_claims(lines_of(claim_line(1), line))
-    assert [bad.number for bad in parsed.bad] == [2]
-    assert reason in parsed.bad[0].reason
+    with parse_claims(lines_of(claim_line(1), line)) as parsed:
+        assert [bad.number for bad in parsed.bad] == [2]
+        assert reason in parsed.bad[0].reason
 
 
 def test_optional_fields_are_read() -> None:
@@ -79,7 +79,8 @@ def test_optional_fields_are_read() -> None:
         profile="ci", revision="3f2a9c1", inputs_fingerprint="f00d",
         expires_at="2030-01-01T00:00:00Z",
     )  # fmt: skip
-    (claim,) = parse_claims(lines_of(line)).claims
+    with parse_claims(lines_of(line)) as parsed:
+        (claim,) = parsed.claims()
     assert (claim.agent, claim.source, claim.job_id) == ("kernel", "job", "J-17")
     assert (claim.repository, claim.profile, claim.revision) == ("acme/api", "ci", "3f2a9c1")
     assert claim.inputs_fingerprint == "f00d"
@@ -92,38 +93,42 @@ def test_new_claim_explains_what_is_wrong() -> None:
 
 
 async def test_a_bad_line_rejects_the_whole_file(store: StaffStore) -> None:
-    parsed = parse_claims(lines_of(claim_line(1), "oops", claim_line(3)), name="claims.jsonl")
-    with pytest.raises(ImportFileError) as raised:
-        await store_claims(store, parsed)
-    assert raised.value.bad_lines == [2]
-    assert "claims.jsonl" in str(raised.value) and "line 2" in str(raised.value)
-    assert await store.count_claims() == 0
+    with parse_claims(
+        lines_of(claim_line(1), "oops", claim_line(3)), name="claims.jsonl"
+    ) as parsed:
+        with pytest.raises(ImportFileError) as raised:
+            await store_claims(store, parsed)
+        assert raised.value.bad_lines == [2]
+        assert "claims.jsonl" in str(raised.value) and "line 2" in str(raised.value)
+        assert await store.count_claims() == 0
 
 
 async def test_the_error_names_the_first_five_bad_lines_and_counts_the_rest(
     store: StaffStore,
 ) -> None:
-    parsed = parse_claims(lines_of(*["oops"] * 8))
-    with pytest.raises(ImportFileError) as raised:
-        await store_claims(store, parsed)
-    message = str(raised.value)
-    assert "8 bad lines" in message
-    assert "line 5:" in message and "line 6:" not in message
-    assert "and 3 more" in message
-    assert raised.value.bad_lines == list(range(1, 9))
+    with parse_claims(lines_of(*["oops"] * 8)) as parsed:
+        with pytest.raises(ImportFileError) as raised:
+            await store_claims(store, parsed)
+        message = str(raised.value)
+        assert "8 bad lines" in message
+        assert "line 5:" in message and "line 6:" not in message
+        assert "and 3 more" in message
+        assert raised.value.bad_lines == list(range(1, 9))
 
 
 def test_describe_bad_lines_without_overflow_has_no_tail() -> None:
-    parsed = parse_claims(lines_of("oops"))
-    assert describe_bad_lines(parsed.bad) == "line 1: malformed JSON (Expecting value at column 1)"
+    with parse_claims(lines_of("oops")) as parsed:
+        assert (
+            describe_bad_lines(parsed.bad) == "line 1: malformed JSON (Expecting value at column 1)"
+        )
 
 
 async def test_skip_bad_stores_the_good_lines_and_counts_the_bad(store: StaffStore) -> None:
-    parsed = parse_claims(lines_of(claim_line(1), "oops", claim_line(3), "[]"))
-    report = await store_claims(store, parsed, skip_bad=True)
-    assert (report.added, report.present, report.skipped) == (2, 0, 2)
-    assert [bad.number for bad in report.bad] == [2, 4]
-    assert await store.count_claims("acme") == 2
+    with parse_claims(lines_of(claim_line(1), "oops", claim_line(3), "[]")) as parsed:
+        report = await store_claims(store, parsed, skip_bad=True)
+        assert (report.added, report.present, report.skipped) == (2, 0, 2)
+        assert [bad.number for bad in report.bad] == [2, 4]
+        assert await store.count_claims("acme") == 2
 
 
 async def test_importing_the_same_file_twice_adds_nothing(
@@ -139,20 +144,23 @@ async def test_importing_the_same_file_twice_adds_nothing(
 
 
 async def test_a_claim_repeated_in_one_file_is_stored_once(store: StaffStore) -> None:
-    report = await store_claims(store, parse_claims(lines_of(claim_line(1), claim_line(1))))
+    with parse_claims(lines_of(claim_line(1), claim_line(1))) as parsed:
+        report = await store_claims(store, parsed)
     assert (report.added, report.present) == (1, 1)
 
 
 async def test_claims_are_stored_across_many_batches(store: StaffStore) -> None:
-    parsed = parse_claims(io.BytesIO("".join(claim_line(n) + "\n" for n in range(3_000)).encode()))
-    report = await store_claims(store, parsed, batch_size=700)
-    assert report.added == 3_000
-    assert await store.count_claims("acme") == 3_000
+    with parse_claims(
+        io.BytesIO("".join(claim_line(n) + "\n" for n in range(3_000)).encode())
+    ) as parsed:
+        report = await store_claims(store, parsed, batch_size=700)
+        assert report.added == 3_000
+        assert await store.count_claims("acme") == 3_000
 
 
 async def test_a_batch_size_below_one_is_refused(store: StaffStore) -> None:
-    with pytest.raises(ValueError, match="batch_size"):
-        await store_claims(store, parse_claims([]), batch_size=0)
+    with pytest.raises(ValueError, match="batch_size"), parse_claims([]) as parsed:
+        await store_claims(store, parsed, batch_size=0)
 
 
 def test_a_missing_file_is_an_input_error(tmp_path: Path) -> None:
@@ -166,5 +174,19 @@ def test_a_directory_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_a_stream_can_be_read() -> None:
-    parsed = read_claims(io.BytesIO(claim_line(1).encode()))
-    assert len(parsed.claims) == 1
+    with read_claims(io.BytesIO(claim_line(1).encode())) as parsed:
+        assert parsed.count == 1
+
+
+async def test_bad_lines_past_the_first_thousand_are_counted_not_kept(store: StaffStore) -> None:
+    with parse_claims(lines_of(claim_line(1), *["oops"] * 1_500)) as parsed:
+        report = await store_claims(store, parsed, skip_bad=True)
+    assert (report.added, report.skipped, len(report.bad)) == (1, 1_500, 1_000)
+    assert describe_bad_lines(report.bad, total=report.skipped).endswith("; and 1495 more")
+
+
+async def test_a_stream_is_imported_through_the_temporary_file(store: StaffStore) -> None:
+    lines = b"".join(line.encode() + b"\n" for line in map(claim_line, range(5)))
+    report = await import_claims(store, io.BytesIO(lines), batch_size=2)
+    assert (report.added, report.present, report.skipped) == (5, 0, 0)
+    assert await store.count_claims("acme") == 5

@@ -19,7 +19,7 @@ from ..config import DEFAULTS
 from ..errors import NotFoundError
 from ..gate import points_elsewhere
 from ..gate.relative_time import relative_period
-from ..models import Claim, ClaimSource, ClaimStatus, Job
+from ..models import Claim, ClaimSource, ClaimStatus, Job, NewClaim
 from ..store import StaffStore
 from ..store.corrections import (
     claim_conflicts,
@@ -168,22 +168,27 @@ def claims_import(
     `inputs_fingerprint` and `expires_at` (ISO 8601). Blank lines are ignored. A claim already
     stored is not added again, so importing a file twice adds nothing.
 
-    The whole file is read and checked before anything is stored. A bad line (not UTF-8, not
-    JSON, or failing a field) rejects the whole file: nothing is stored and the error names the
-    first bad lines and counts them. With --skip-bad the bad lines are skipped and counted and
-    the good ones stored.
+    The whole file is read and checked before anything is stored (the valid claims wait in a
+    temporary file, so a long file needs little memory). A bad line (not UTF-8, not JSON, or
+    failing a field) rejects the whole file: nothing is stored and the error names the first
+    bad lines and counts them. With --skip-bad the bad lines are skipped and counted and the
+    good ones stored; --json lists the first 1,000 bad lines with their reasons.
     """
 
     async def work() -> tuple[ImportReport, int, int]:
         source = typer.get_binary_stream("stdin") if file == "-" else file
-        parsed = read_claims(source)
-        never_served = sum(points_elsewhere(claim.question) for claim in parsed.claims)
-        dated = sum(relative_period(claim.question) is not None for claim in parsed.claims)
-        async with StaffStore.open(db_path(ctx)) as store:
-            report = await store_claims(
-                store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
-            )
-        return report, never_served, dated
+        notes = {"never_served": 0, "dated": 0}
+
+        def inspect(claim: NewClaim) -> None:
+            notes["never_served"] += points_elsewhere(claim.question)
+            notes["dated"] += relative_period(claim.question) is not None
+
+        with read_claims(source, inspect=inspect) as parsed:
+            async with StaffStore.open(db_path(ctx)) as store:
+                report = await store_claims(
+                    store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
+                )
+        return report, notes["never_served"], notes["dated"]
 
     report, never_served, dated = run(work())
     if as_json:
@@ -199,7 +204,7 @@ def claims_import(
             f"{report.added} added, {report.present} already present, {report.skipped} skipped"
         )
     if report.bad:
-        typer.echo(f"skipped {describe_bad_lines(report.bad)}", err=True)
+        typer.echo(f"skipped {describe_bad_lines(report.bad, total=report.skipped)}", err=True)
     if never_served:
         typer.echo(
             f"note: {never_served} of the questions point at something they do not carry "

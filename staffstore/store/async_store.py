@@ -52,6 +52,10 @@ from .state_tables import AsyncStateTables
 from .sync_store import SyncStore, TurnRecord
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The matcher without its cache, for the questions of stored claims: each is normalised once
+#: on its way in, and through the cache a long import would fill it (some 4 KB an entry, up to
+#: 65,536 entries, 240 MB) and push out the entries that repeated turns reuse.
+_uncached_normalize = normalize.__wrapped__
 #: How long a write waits for another connection's write lock before it gives up, in seconds.
 DEFAULT_LOCK_TIMEOUT = 5.0
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
@@ -289,7 +293,7 @@ class StaffStore(AsyncStateTables, AsyncJobs):
         moment = now_epoch(now)
         batch = [(claim_id(claim), claim) for claim in claims]
         # Keys first: normalising is the slow part, and it needs no lock.
-        keys = {identity: normalize(claim.question).key for identity, claim in batch}
+        keys = {identity: _uncached_normalize(claim.question).key for identity, claim in batch}
         stored: dict[str, Claim] = {}
         # Which claims are already stored is read inside the write transaction: read before
         # it, another process (a second import, `claims add`, the proxy) could store one of

@@ -1,22 +1,26 @@
-"""Claims files: JSON Lines in, validated whole, stored in batches.
+"""Claims files: JSON Lines in, validated whole, stored in batches, in bounded memory.
 
 A claims file holds one JSON object a line with the fields of a NewClaim (`owner`, `question`
-and `answer` required). The file is read and every line validated before anything is stored:
-by default one bad line (invalid UTF-8, malformed JSON, a failing field) rejects the whole file
-with an ImportFileError naming the bad lines; with `skip_bad` they are skipped and counted.
-Blank lines are ignored. Storing goes through `StaffStore.ensure_claims`, so identity is by
-content and importing the same file twice adds nothing.
+and `answer` required). Reading is a first pass that validates every line before anything is
+stored, keeping the valid claims in a temporary file rather than in memory, so a file of any
+length is imported in about the memory of one batch. By default one bad line (invalid UTF-8,
+malformed JSON, a failing field) rejects the whole file with an ImportFileError naming the bad
+lines; with `skip_bad` they are skipped and counted. Blank lines are ignored. The second pass
+stores through `StaffStore.ensure_claims`, so identity is by content and importing the same
+file twice adds nothing.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from types import TracebackType
+from typing import IO, Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -29,8 +33,12 @@ CLAIM_FIELDS = tuple(NewClaim.model_fields)
 #: Claims stored per transaction: big enough to be fast, small enough that a long import does
 #: not hold the write lock for minutes. config.DEFAULTS repeats both for the command line.
 BATCH_SIZE = 5_000
+#: A batch also ends at this many bytes of claims, so long answers do not make it large.
+BATCH_BYTES = 16 * 1024 * 1024
 #: How many bad lines an import error names before it only counts them.
 NAMED_BAD_LINES = 5
+#: How many bad lines a read keeps with their reasons; the rest are only counted.
+KEPT_BAD_LINES = 1_000
 #: How deep a line's JSON may nest: a claim or a query is one flat object.
 MAX_DEPTH = 64
 #: The longest integer a line may hold (Python's own limit for reading one).
@@ -53,18 +61,70 @@ class BadLine:
         return f"line {self.number}: {self.reason}"
 
 
-@dataclass(frozen=True)
 class ParsedClaims:
-    """A claims file read whole: the valid claims in file order, and the bad lines."""
+    """A claims file read and validated: its valid claims (kept in a temporary file, read back
+    by `claims()`), their count, and the bad lines (the first KEPT_BAD_LINES, and how many).
 
-    name: str
-    claims: list[NewClaim]
-    bad: list[BadLine]
+    Use it as a context manager, or `close()` it, to remove the temporary file.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self.bad: list[BadLine] = []
+        self.bad_count = 0
+        # Owned for the object's life and closed by close(): no with-block spans it.
+        self._spool: IO[bytes] = tempfile.TemporaryFile(prefix="staffstore-import-")  # noqa: SIM115
+
+    def add(self, claim: NewClaim) -> None:
+        self._spool.write(claim.model_dump_json().encode() + b"\n")
+        self.count += 1
+
+    def add_bad(self, line: BadLine) -> None:
+        if len(self.bad) < KEPT_BAD_LINES:
+            self.bad.append(line)
+        self.bad_count += 1
+
+    def claims(self) -> Iterator[NewClaim]:
+        """The valid claims in file order, read back one at a time."""
+        for batch in self.batches(BATCH_SIZE):
+            yield from batch
+
+    def batches(self, size: int, max_bytes: int = BATCH_BYTES) -> Iterator[list[NewClaim]]:
+        """The valid claims in file order, `size` at most a list (and about `max_bytes`)."""
+        self._spool.flush()
+        self._spool.seek(0)
+        batch: list[NewClaim] = []
+        held = 0
+        for line in self._spool:
+            batch.append(NewClaim.model_validate_json(line))
+            held += len(line)
+            if len(batch) >= size or held >= max_bytes:
+                yield batch
+                batch, held = [], 0
+        if batch:
+            yield batch
+        self._spool.seek(0, 2)  # back to the end, should more claims be added
+
+    def close(self) -> None:
+        self._spool.close()
+
+    def __enter__(self) -> ParsedClaims:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What an import did: claims added, claims already stored, bad lines skipped."""
+    """What an import did: claims added, claims already stored, bad lines skipped (and the
+    first KEPT_BAD_LINES of them with their reasons)."""
 
     name: str
     added: int = 0
@@ -90,30 +150,43 @@ def new_claim(fields: Mapping[str, Any]) -> NewClaim:
         raise InputError(f"invalid claim: {validation_message(error)}") from None
 
 
-def parse_claims(lines: Iterable[bytes], *, name: str = "<claims>") -> ParsedClaims:
+#: Called with each valid claim as it is read (the command line counts notes with it).
+Inspect = Callable[[NewClaim], object]
+
+
+def parse_claims(
+    lines: Iterable[bytes], *, name: str = "<claims>", inspect: Inspect | None = None
+) -> ParsedClaims:
     """Read every line of a claims file: the valid claims, and each bad line with its reason."""
-    claims: list[NewClaim] = []
-    bad: list[BadLine] = []
-    for number, raw in enumerate(lines, start=1):
-        if number == 1:
-            raw = raw.removeprefix(_BOM)
-        if not raw.strip():
-            continue
-        try:
-            claims.append(_parse_line(raw))
-        except InputError as error:
-            bad.append(BadLine(number, str(error)))
-    return ParsedClaims(name=name, claims=claims, bad=bad)
+    parsed = ParsedClaims(name)
+    try:
+        for number, raw in enumerate(lines, start=1):
+            if number == 1:
+                raw = raw.removeprefix(_BOM)
+            if not raw.strip():
+                continue
+            try:
+                claim = _parse_line(raw)
+            except InputError as error:
+                parsed.add_bad(BadLine(number, str(error)))
+                continue
+            parsed.add(claim)
+            if inspect is not None:
+                inspect(claim)
+    except BaseException:
+        parsed.close()
+        raise
+    return parsed
 
 
-def read_claims(source: str | Path | BinaryIO) -> ParsedClaims:
+def read_claims(source: str | Path | BinaryIO, *, inspect: Inspect | None = None) -> ParsedClaims:
     """Read and validate a claims file, given by path or as an open binary stream."""
     if not isinstance(source, str | Path):
-        return parse_claims(source, name=getattr(source, "name", "<stdin>"))
+        return parse_claims(source, name=getattr(source, "name", "<stdin>"), inspect=inspect)
     path = Path(source).expanduser()
     try:
         with path.open("rb") as handle:
-            return parse_claims(handle, name=str(source))
+            return parse_claims(handle, name=str(source), inspect=inspect)
     except FileNotFoundError:
         raise InputError(f"{source}: no such file") from None
     except IsADirectoryError:
@@ -136,17 +209,17 @@ async def store_claims(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be 1 or more")
-    if parsed.bad and not skip_bad:
+    if parsed.bad_count and not skip_bad:
         raise ImportFileError(_rejection(parsed), [line.number for line in parsed.bad])
     added = present = 0
-    for batch in _batches(parsed.claims, batch_size):
+    for batch in parsed.batches(batch_size):
         for _claim, is_new in await store.ensure_claims(batch, now=now):
             if is_new:
                 added += 1
             else:
                 present += 1
     return ImportReport(
-        name=parsed.name, added=added, present=present, skipped=len(parsed.bad), bad=parsed.bad
+        name=parsed.name, added=added, present=present, skipped=parsed.bad_count, bad=parsed.bad
     )
 
 
@@ -159,14 +232,17 @@ async def import_claims(
     now: datetime | None = None,
 ) -> ImportReport:
     """Read, validate and store a claims file; see the module docstring for bad lines."""
-    parsed = read_claims(source)
-    return await store_claims(store, parsed, skip_bad=skip_bad, batch_size=batch_size, now=now)
+    with read_claims(source) as parsed:
+        return await store_claims(store, parsed, skip_bad=skip_bad, batch_size=batch_size, now=now)
 
 
-def describe_bad_lines(bad: Sequence[BadLine], limit: int = NAMED_BAD_LINES) -> str:
-    """The first `limit` bad lines with their reasons, and how many more there are."""
+def describe_bad_lines(
+    bad: Sequence[BadLine], limit: int = NAMED_BAD_LINES, *, total: int | None = None
+) -> str:
+    """The first `limit` bad lines with their reasons, and how many more there are (of
+    `total`, when `bad` holds only the first of them)."""
     named = "; ".join(str(line) for line in bad[:limit])
-    rest = len(bad) - limit
+    rest = (len(bad) if total is None else total) - min(limit, len(bad))
     return f"{named}; and {rest} more" if rest > 0 else named
 
 
@@ -252,16 +328,10 @@ def _parse_line(raw: bytes) -> NewClaim:
 
 
 def _rejection(parsed: ParsedClaims) -> str:
-    count = len(parsed.bad)
+    count = parsed.bad_count
     lines = "line" if count == 1 else "lines"
-    return (
-        f"{parsed.name}: {count} bad {lines}, nothing was stored: {describe_bad_lines(parsed.bad)}"
-    )
-
-
-def _batches(claims: Sequence[NewClaim], size: int) -> Iterator[Sequence[NewClaim]]:
-    for start in range(0, len(claims), size):
-        yield claims[start : start + size]
+    named = describe_bad_lines(parsed.bad, total=count)
+    return f"{parsed.name}: {count} bad {lines}, nothing was stored: {named}"
 
 
 def _short(text: str) -> str:
