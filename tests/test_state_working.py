@@ -3,11 +3,13 @@ and the section a prompt carries, on a real SQLite file with a pinned clock."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from staffstore.errors import InputError
+from staffstore.errors import InputError, StoreBusyError
 from staffstore.state import StateConfig, WorkingState, render_section
 from staffstore.state.section import utf8_len
 from staffstore.store import StaffStore
@@ -329,3 +331,17 @@ async def test_a_value_that_could_forge_a_prompt_line_is_refused(
 ) -> None:
     with pytest.raises(InputError):
         await trader.set("k", value, "why")
+
+
+async def test_a_write_that_meets_another_writers_lock_is_store_busy(db_path: Path) -> None:
+    async with StaffStore.open(db_path, lock_timeout=0.1) as store:
+        state = WorkingState(store, "acme", "trader")
+        holder = sqlite3.connect(db_path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreBusyError):
+                await state.set("k", "v", "while another process writes")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert (await state.set("k", "v", "after the lock is gone")).written

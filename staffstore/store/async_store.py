@@ -25,7 +25,6 @@ from ..errors import (
     ForeignStoreError,
     MissingStoreError,
     NotFoundError,
-    StoreBusyError,
     StoreError,
 )
 from ..identity import bytes_hash
@@ -38,6 +37,7 @@ from .rows import (
     CLAIM_COLUMNS,
     RECEIPT_COLUMNS,
     as_of,
+    busy_or,
     claim_id,
     damaged,
     datetime_at,
@@ -58,7 +58,6 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _uncached_normalize = normalize.__wrapped__
 #: How long a write waits for another connection's write lock before it gives up, in seconds.
 DEFAULT_LOCK_TIMEOUT = 5.0
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 
 T = TypeVar("T")
 
@@ -605,11 +604,3 @@ class StaffStore(AsyncStateTables, AsyncJobs):
             return await self.run_sync(work)
         except sqlite3.OperationalError as error:
             raise busy_or(error, self.path) from error
-
-
-def busy_or(error: sqlite3.OperationalError, path: Path) -> Exception:
-    """StoreBusyError for a write that met another connection's lock, else the error itself."""
-    code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        return StoreBusyError(f"{path} is locked by another writer ({error})")
-    return error

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptStoreError, StoreError
+from ..errors import CorruptStoreError, StoreBusyError, StoreError
 from ..identity import content_hash
 from ..models import Claim, NewClaim, Receipt
 
@@ -115,3 +115,14 @@ def damaged(path: Path, error: sqlite3.DatabaseError) -> StoreError:
     if "malformed" in message or "not a database" in message:
         return CorruptStoreError(f"{path} is damaged: {message}")
     return StoreError(f"{path}: {message}")
+
+
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def busy_or(error: sqlite3.OperationalError, path: Path) -> Exception:
+    """StoreBusyError for a write that met another connection's lock, else the error itself."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return StoreBusyError(f"{path} is locked by another writer ({error})")
+    return error

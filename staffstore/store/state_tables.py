@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..identity import canonical_json
-from .rows import damaged
+from .rows import busy_or, damaged
 
 T = TypeVar("T")
 
@@ -238,6 +238,10 @@ class StateTables:
         connection = self._connection
         try:
             connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            # Another writer held the lock past the store's lock timeout: StoreBusyError.
+            busy = busy_or(error, self.path)
+            raise (busy if busy is not error else damaged(self.path, error)) from error
         except sqlite3.DatabaseError as error:
             raise damaged(self.path, error) from error
         try:
