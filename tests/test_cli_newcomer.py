@@ -186,7 +186,7 @@ def _leaf_commands() -> dict[str, Any]:
 #: JSON always, or print a prompt's text.
 WITHOUT_JSON = {
     "charts", "report", "serve", "agent-state read", "agent-state schema", "agent-state export",
-    "state section", "claims export",
+    "state section", "claims export", "receipts export",
 }  # fmt: skip
 
 
@@ -201,7 +201,7 @@ def test_every_command_but_those_the_readme_names_takes_json() -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     assert "`replay`, `charts` and\n`report` write files" in readme
     assert "`agent-state read|schema|export`, which always print JSON" in readme
-    assert "`claims export`, which prints JSON Lines" in readme
+    assert "`claims export` and `receipts export`,\nwhich print JSON Lines or CSV" in readme
 
 
 # -- correcting claims: supersede, unretract, conflicts, export --------------------------------

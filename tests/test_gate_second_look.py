@@ -35,18 +35,27 @@ async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
     [
         ("How many 10⁶ requests failed?", "How many 106 requests failed?", "number_or_date"),
         ("What is x₂ in the migration?", "What is x2 in the migration?", "number_or_date"),
-        ("Why did the deploy fail on Monday?", "Why did the deploy fail on Sunday?",
-         "number_or_date"),
+        (
+            "Why did the deploy fail on Monday?",
+            "Why did the deploy fail on Sunday?",
+            "number_or_date",
+        ),
         ("Why is checkout slow in staging?", "Why is checkout slow in production?", "environment"),
         ("Why did signups increase in May?", "Why did signups decrease in May?", "polarity"),
         ("When did the nightly backup fail?", "Why did the nightly backup fail?", "focus"),
         ("Why does the cache not expire keys?", "Why does the cache expire keys?", "negation"),
-        ("Who owns all the dashboards in Looker?", "Who owns the dashboard in Looker?",
-         "quantifier"),
+        (
+            "Who owns all the dashboards in Looker?",
+            "Who owns the dashboard in Looker?",
+            "quantifier",
+        ),
         ("What failed in the build yesterday?", "What failed in the build last week?", "time"),
         ("Is MFA enforced for Okta users?", "Is MFA enforced for Azure users?", "name"),
-        ("Why won't the cart-api HPA scale?", "Why won't the checkout-api HPA scale?",
-         "identifier"),
+        (
+            "Why won't the cart-api HPA scale?",
+            "Why won't the checkout-api HPA scale?",
+            "identifier",
+        ),
         ("Which region has the fastest p99?", "Which region has the slowest p99?", "polarity"),
     ],
 )
@@ -57,14 +66,22 @@ def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> 
 @pytest.mark.parametrize(
     ("asked", "stored"),
     [
-        ("Could you remind me why the nightly backup failed on Sunday?",
-         "Why did the nightly backup fail on Sunday?"),
-        ("orders_daily row count down 40% on Mar 4 - why?",
-         "Why did the row count of analytics.orders_daily drop by 40% on March 4?"),
-        ("what k8s version is prod-us-east running", "Which Kubernetes version is the prod-us-east "
-         "cluster running?"),
-        ("Is customer_dim rebuilt every night, true or not?",
-         "Is it true that the customer_dim table is rebuilt from scratch every night?"),
+        (
+            "Could you remind me why the nightly backup failed on Sunday?",
+            "Why did the nightly backup fail on Sunday?",
+        ),
+        (
+            "orders_daily row count down 40% on Mar 4 - why?",
+            "Why did the row count of analytics.orders_daily drop by 40% on March 4?",
+        ),
+        (
+            "what k8s version is prod-us-east running",
+            "Which Kubernetes version is the prod-us-east cluster running?",
+        ),
+        (
+            "Is customer_dim rebuilt every night, true or not?",
+            "Is it true that the customer_dim table is rebuilt from scratch every night?",
+        ),
         ("How do I register a new FeatureView?", "How do I register a new feature view?"),
     ],
 )

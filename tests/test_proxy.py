@@ -535,7 +535,9 @@ def test_metrics_are_prometheus_text(server: Server, fake: FakeOpenRouter) -> No
     buckets = [
         value
         for name, value in samples.items()
-        if name.startswith('staffstore_request_duration_seconds_bucket{outcome="hit"')
+        # Label order carries no meaning in the exposition format.
+        if name.startswith("staffstore_request_duration_seconds_bucket{")
+        and 'outcome="hit"' in name
     ]
     assert buckets == sorted(buckets) and buckets[-1] >= 1
     count = samples['staffstore_request_duration_seconds_count{outcome="hit"}']

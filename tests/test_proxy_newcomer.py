@@ -147,3 +147,26 @@ def test_serve_warns_at_start_when_no_upstream_key_is_set(tmp_path: Path) -> Non
         _, banner = process.communicate(timeout=10)
     assert "key NOT set" in banner and "OPENROUTER_API_KEY" in banner
     assert "warning: no upstream API key" in banner
+
+
+# -- /metrics by owner and reason (prometheus_client) ------------------------------------------
+
+
+def test_metrics_count_turns_by_owner_outcome_and_reason(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    def owner_misses() -> float:
+        text = server.get("/metrics", key=METRICS_KEY).text
+        labels = ('owner="alice"', 'outcome="miss"', 'reason="no_candidate"')
+        values = [
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("staffstore_owner_turns_total{") and all(x in line for x in labels)
+        ]
+        return values[0] if values else 0.0
+
+    before = owner_misses()
+    assert server.post(ask("a question only alice asks about herons")).status_code == 200
+    assert owner_misses() == before + 1
+    text = server.get("/metrics", key=METRICS_KEY).text
+    assert 'staffstore_owner_known_cost_usd_total{owner="alice"}' in text

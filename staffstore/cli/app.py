@@ -4,10 +4,12 @@ Mistakes a user can make (a missing file, a bad value, a damaged database, no AP
 unknown claim) end in one `error: ...` line on standard error and a non-zero exit, never a
 traceback: exit 1 for a failed command, 2 for a usage error, 130 when interrupted.
 
-This module holds the plumbing every command shares and the turn commands (`query`, `ask`,
-`receipts`, `ledger`). The rest plug in through EXTENSIONS (`claims`, `replay`, `charts`,
-`report`, `serve`): each named module has `register(app)`, which adds commands or sub-apps to
-`app` and may use `with_store`, `run`, the options and the printers below.
+This module holds the plumbing every command shares and the turn commands (`query`, `ask`).
+The settings (flags over `STAFFSTORE_*` over the config file, see settings.py) are loaded once
+by the root command. The rest plug in through EXTENSIONS (`claims`, `receipts`, `ledger`,
+`replay`, `charts`, `report`, `serve`, ...): each named module has `register(app)`, which
+adds commands or sub-apps to `app` and may use `with_store`, `run`, the options and the
+printers below.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,11 +33,12 @@ from .. import __version__
 from ..config import DB_ENV, DEFAULTS, default_db_path
 from ..errors import ImportFileError, InputError, StaffstoreError
 from ..gate import query_first
-from ..models import Decision, JobLedger, Ledger, Receipt, Turn, TurnResult
+from ..models import Decision, Turn, TurnResult
 from ..mouth import ensure_mouth
+from ..settings import UserSettings, load_settings
 from ..store import StaffStore
 from ..store.importer import parse_json_object, validation_message
-from ..upstream import API_KEY_ENV, OpenRouter
+from ..upstream import OpenRouter
 
 T = TypeVar("T")
 
@@ -42,6 +46,7 @@ T = TypeVar("T")
 #: when the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
 EXTENSIONS: tuple[str, ...] = (
     "staffstore.cli.claims",
+    "staffstore.cli.receipts",
     "staffstore.cli.jobs",
     "staffstore.cli.replay",
     "staffstore.cli.serve",
@@ -180,9 +185,38 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = db.expanduser() if db is not None else default_db_path()
-    # `serve` lets a config file name the database unless the user named one here.
-    ctx.meta["db_given"] = db is not None
+    with user_errors():
+        settings = load_settings()
+    ctx.meta["settings"] = settings
+    chosen = db if db is not None else settings.db
+    ctx.obj = chosen.expanduser() if chosen is not None else default_db_path()
+    # `serve` lets its own config file name the database unless the user named one.
+    ctx.meta["db_given"] = chosen is not None
+    if settings.owner is not None:
+        # The configured owner is the default of every --owner that names whose data a
+        # command works on (not of the filters that default to every owner).
+        ctx.default_map = _owner_defaults(ctx.command, settings.owner)
+
+
+def _owner_defaults(command: Any, owner: str) -> dict[str, Any]:
+    """click's default_map, giving `owner` to every command's --owner but the filters."""
+    found: dict[str, Any] = {}
+    for name, sub in getattr(command, "commands", {}).items():
+        if hasattr(sub, "commands"):
+            found[name] = _owner_defaults(sub, owner)
+        elif any(
+            param.name == "owner" and (param.help or "").startswith(OWNER_HELP_PREFIX)
+            for param in sub.params
+        ):
+            found[name] = {"owner": owner}
+    # A group with its own --owner (receipts) is a filter: only its subcommands get one.
+    return found
+
+
+def settings_of(ctx: typer.Context) -> UserSettings:
+    """The settings the root command loaded (environment and config file)."""
+    settings = ctx.find_root().meta.get("settings")
+    return settings if isinstance(settings, UserSettings) else load_settings()
 
 
 # -- options used by several commands ----------------------------------------------------------
@@ -204,8 +238,10 @@ def utf8(value: str | None) -> str | None:
     return value
 
 
-def http_url(value: str) -> str:
+def http_url(value: str | None) -> str | None:
     """A base URL option's check: an http(s) URL with a host and a port that can exist."""
+    if value is None:
+        return None
     utf8(value)
     try:
         url = httpx.URL(value)
@@ -218,6 +254,9 @@ def http_url(value: str) -> str:
     return value
 
 
+#: How an --owner that names whose data a command works on starts its help; the configured
+#: owner (STAFFSTORE_OWNER, `owner` in the config file) is its default.
+OWNER_HELP_PREFIX = "Whose"
 OwnerOption = Annotated[
     str, typer.Option("--owner", callback=utf8, help="Whose claims and receipts.")
 ]
@@ -435,12 +474,25 @@ def ask(
         ),
     ] = None,
     model: Annotated[
-        str, typer.Option("--model", callback=utf8, help="The model to ask on a miss.")
-    ] = DEFAULTS.model,
+        str | None,
+        typer.Option(
+            "--model",
+            callback=utf8,
+            help=f"The model to ask on a miss (default: settings, else {DEFAULTS.model}).",
+        ),
+    ] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream",
+            callback=http_url,
+            help="An OpenAI-compatible API base URL (default: settings, else "
+            f"{DEFAULTS.base_url}).",
+        ),
+    ] = None,
     base_url: Annotated[
-        str,
-        typer.Option("--base-url", callback=http_url, help="An OpenAI-compatible API base URL."),
-    ] = DEFAULTS.base_url,
+        str | None, typer.Option("--base-url", callback=http_url, hidden=True)
+    ] = None,
     budget: Annotated[
         int, typer.Option("--budget", min=64, help="Token budget of the prompt sent on a miss.")
     ] = DEFAULTS.budget,
@@ -461,6 +513,10 @@ def ask(
     a receipt, failed ones included (see `staffstore receipts`).
     """
 
+    settings = settings_of(ctx)
+    model = model or settings.model
+    key_env = settings.upstream_key_env
+
     async def work() -> TurnResult:
         turn = Turn(
             owner=owner,
@@ -474,7 +530,9 @@ def ask(
         async with (
             StaffStore.open(db_path(ctx)) as store,
             OpenRouter(
-                base_url=base_url,
+                # "" rather than None: OpenRouter would read its own variable on None.
+                api_key=os.environ.get(key_env) or "",
+                base_url=upstream or base_url or settings.upstream,
                 model=model,
                 title="staffstore",
                 timeout=timeout,
@@ -494,91 +552,10 @@ def ask(
             fail(f"{receipt.error} (receipt {receipt.id})")
         if receipt.status == "no_api_key":
             fail(
-                f"no API key: set {API_KEY_ENV} to ask a model on a miss "
+                f"no API key: set {key_env} to ask a model on a miss "
                 f"(nothing was sent; receipt {receipt.id})"
             )
         fail(f"the model call failed ({receipt.status}): {receipt.error} (receipt {receipt.id})")
-
-
-# -- receipts and the ledger -------------------------------------------------------------------
-
-
-def _tokens(receipt: Receipt) -> str:
-    if receipt.prompt_tokens is None and receipt.completion_tokens is None:
-        return "-"
-    return f"{known(receipt.prompt_tokens)}/{known(receipt.completion_tokens)}"
-
-
-@app.command("receipts")
-def receipts(
-    ctx: typer.Context,
-    owner: AnyOwnerOption = None,
-    limit: LimitOption = DEFAULTS.receipts_limit,
-    as_json: JsonOption = False,
-) -> None:
-    """Show the most recent receipts, newest first: what each turn did and cost."""
-    found = with_store(ctx, lambda store: store.list_receipts(owner, limit=limit), create=False)
-    if as_json:
-        print_json([receipt.model_dump(mode="json") for receipt in found])
-        return
-    if not found:
-        typer.echo("no receipts", err=True)
-        return
-    print_table(
-        ["ID", "STARTED", "OWNER", "OUTCOME", "REASON", "STATUS", "MODEL", "TOKENS", "COST",
-         "MS", "QUESTION"],
-        [
-            [
-                r.id, when(r.started_at), clip(r.owner, 16), r.outcome, r.reason, r.status,
-                clip(r.model, 24), _tokens(r),
-                "-" if r.cost_usd is None else f"{r.cost_usd:.6f}",
-                f"{r.latency_ms:.0f}", clip(r.question, 40),
-            ]
-            for r in found
-        ],
-    )  # fmt: skip
-
-
-def _ledger_json(ledger: Ledger) -> dict[str, Any]:
-    return {**ledger.model_dump(mode="json"), "avoidance": ledger.avoidance}
-
-
-@app.command("ledger")
-def ledger(ctx: typer.Context, owner: AnyOwnerOption = None, as_json: JsonOption = False) -> None:
-    """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost, and
-    jobs launched, reused (a job avoided), attached and lost."""
-
-    async def both(store: StaffStore) -> tuple[Ledger, JobLedger]:
-        return await store.ledger(owner), await store.job_ledger(owner)
-
-    totals, jobs = with_store(ctx, both, create=False)
-    if as_json:
-        print_json({**_ledger_json(totals), "jobs": jobs.model_dump(mode="json")})
-        return
-    avoidance = totals.avoidance
-    lines = [
-        ("turns", str(totals.turns), "" if totals.turns else "no turns yet"),
-        ("hits", str(totals.hits), "" if avoidance is None else f"avoidance {avoidance:.1%}"),
-        ("misses", str(totals.misses), ""),
-        ("calls avoided", str(totals.avoided_calls), ""),
-        ("calls attempted", str(totals.attempted_calls), f"{totals.failed_calls} failed"),
-        ("not attempted", str(totals.not_attempted), "nothing sent: no API key or no connection"),
-        ("rejected", str(totals.rejected), "bad requests refused before the gate; not turns"),
-        ("prompt tokens", str(totals.prompt_tokens), ""),
-        ("completion tokens", str(totals.completion_tokens), ""),
-        ("cost (USD)", f"{totals.cost_usd:.6f}", ""),
-        ("unknown usage", str(totals.unknown_usage_turns), "attempted calls without token counts"),
-        ("unknown cost", str(totals.unknown_cost_turns), "attempted calls without a cost"),
-        ("jobs dispatched", str(jobs.dispatches), ""),
-        ("jobs launched", str(jobs.launched), ""),
-        ("jobs reused", str(jobs.reused), f"{jobs.jobs_avoided} jobs avoided"),
-        ("jobs attached", str(jobs.attached), ""),
-        ("jobs lost", str(jobs.lost), "no status within the deadline"),
-    ]
-    width = max(len(label) for label, _, _ in lines)
-    number = max(len(value) for _, value, _ in lines)
-    for label, value, note in lines:
-        typer.echo(f"{label.ljust(width)}  {value.rjust(number)}  {note}".rstrip())
 
 
 # -- entry point -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ defaults (see proxy/config.py).
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Annotated
 
@@ -13,8 +14,9 @@ import typer
 
 from ..proxy.config import ServeConfig, build_config
 from ..proxy.run import run_server
+from ..settings import config_path
 from ..upstream import API_KEY_ENV, shown_url
-from .app import db_path, user_errors
+from .app import db_path, settings_of, user_errors
 
 
 def serve(
@@ -26,7 +28,10 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port to listen on (8787).")] = None,
     upstream: Annotated[
         str | None,
-        typer.Option(help="Upstream base URL (OpenRouter's by default). Key: OPENROUTER_API_KEY."),
+        typer.Option(
+            help="Upstream base URL (default: settings, else OpenRouter's). Key: the variable "
+            "upstream_key_env names, else OPENROUTER_API_KEY."
+        ),
     ] = None,
     owner_key: Annotated[
         list[str] | None,
@@ -81,13 +86,18 @@ def serve(
 ) -> None:
     """Run the OpenAI-compatible proxy: point any client's base URL at it."""
     database = db_path(ctx) if ctx.find_root().meta.get("db_given") else None
+    shared = settings_of(ctx)
+    given = shared.model_fields_set  # what the environment or the config file set
+    if config is None and config_path().exists() and _has_serve_table(config_path()):
+        config = config_path()  # one file for the command line and the server
     with user_errors():
         settings = build_config(
             config_file=config,
+            upstream_key_env=shared.upstream_key_env if "upstream_key_env" in given else None,
             db_path=database,
             host=host,
             port=port,
-            upstream_url=upstream,
+            upstream_url=upstream or (shared.upstream if "upstream" in given else None),
             owner_keys=owner_key or (),
             admin_keys=admin_key or (),
             trusted=trusted,
@@ -100,10 +110,18 @@ def serve(
             upstream_retries=upstream_retries,
             log_level=log_level,
             metrics_key=metrics_key,
-            default_model=default_model,
+            default_model=default_model or (shared.model if "model" in given else None),
         )
         _banner(settings)
         run_server(settings)
+
+
+def _has_serve_table(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return isinstance(tomllib.load(handle).get("serve"), dict)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False  # settings_of has already said what is wrong with it
 
 
 def _banner(config: ServeConfig) -> None:

@@ -214,9 +214,7 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
     if not asked.content:
         return _miss("empty")
     self_contained = names_its_subject(turn.text)
-    if _FOLLOW_UP_OPENING.match(turn.text) or (
-        points_elsewhere(turn.text) and not self_contained
-    ):
+    if _FOLLOW_UP_OPENING.match(turn.text) or (points_elsewhere(turn.text) and not self_contained):
         return _miss("follow_up")
     compared = [
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))

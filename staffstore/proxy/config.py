@@ -264,6 +264,7 @@ def build_config(
     body_timeout: float | None = None,
     lock_timeout: float | None = None,
     default_model: str | None = None,
+    upstream_key_env: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServeConfig:
     """Merge flags (any argument not None) over the config file over the defaults.
@@ -296,7 +297,8 @@ def build_config(
         host=pick(host, "host", DEFAULTS.host),
         port=pick(port, "port", DEFAULTS.port),
         upstream_url=pick(upstream_url, "upstream", DEFAULTS.upstream_url),
-        upstream_key=env.get(table.get("upstream_key_env", API_KEY_ENV)) or None,
+        upstream_key=env.get(upstream_key_env or table.get("upstream_key_env", API_KEY_ENV))
+        or None,
         keys=keys,
         trusted=pick(trusted, "trusted", DEFAULTS.trusted),
         default_owner=pick(default_owner, "default_owner", DEFAULTS.default_owner),

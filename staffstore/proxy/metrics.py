@@ -1,30 +1,50 @@
-"""The proxy's Prometheus metrics, counted in memory and written in the text exposition format.
+"""The proxy's Prometheus metrics (prometheus_client), in the text exposition format.
 
 Counters follow the receipts the proxy writes since it started (the store's ledger keeps the
 totals across restarts); cost counts only what providers reported, and the turns whose cost is
-unknown are counted apart rather than added as zero. Written by hand: no client library.
+unknown are counted apart rather than added as zero. The totals have no labels; the same turns
+are counted again by owner, outcome and reason (`staffstore_owner_turns_total`), and cost by
+owner. A request refused before the gate (status `rejected`) is not a turn: it is counted in
+`staffstore_rejected_total` only. GET /metrics needs the metrics key (see app.py).
 """
 
 from __future__ import annotations
 
-import math
-import threading
 import time
-from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Collection, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from ..models import Receipt
 
 if TYPE_CHECKING:
     from .writer import BacklogCounts
 
+# The `_created` series (a start time per counter and label set) would double what a scrape
+# carries and tell nothing a restart counter does not.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
 #: Upper bounds of the request latency histogram, in seconds: hits live in the first few,
 #: model calls in the last.
 LATENCY_BUCKETS: tuple[float, ...] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
+#: Owners counted under their own label; later ones share OTHER_OWNER, so a trusted-mode
+#: server (owner from a header) cannot grow the label set without bound.
+MAX_OWNER_LABELS = 1000
+OTHER_OWNER = "_other"
 
+# The classic text format's type: the library's newest (1.0.0) needs a recent Prometheus, and
+# with our plain metric names its body is the same.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OUTCOME_HEADER = b"x-staffstore-outcome"
 
@@ -46,136 +66,116 @@ _COUNTERS: tuple[tuple[str, str], ...] = (
 )
 
 
-class _Histogram:
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self.bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)  # the last one is +Inf
-        self.total = 0.0
+class _Backlog(Collector):
+    """The writer's backlog, read when scraped."""
 
-    def observe(self, seconds: float) -> None:
-        self.counts[bisect_left(self.bounds, seconds)] += 1
-        self.total += seconds
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        if self._metrics.backlog is None:
+            return
+        counts: BacklogCounts = self._metrics.backlog()
+        yield GaugeMetricFamily(
+            "staffstore_receipts_pending",
+            "Turns kept in memory because another process holds the store's write lock.",
+            value=counts.pending,
+        )
+        for name, value, help_text in (
+            ("deferred", counts.deferred, "Turns that waited in memory for the store's lock."),
+            ("landed_late", counts.landed, "Turns from that backlog written since."),
+            ("lost", counts.lost, "Turns the store refused even as a bare receipt."),
+        ):
+            yield CounterMetricFamily(f"staffstore_receipts_{name}", help_text, value=value)
 
 
 class Metrics:
-    """Counters and a latency histogram for one proxy process; safe to use from any thread."""
+    """Counters and a latency histogram for one proxy process, in a registry of its own (two
+    proxies in one process count apart); safe to use from any thread."""
 
     def __init__(self, buckets: tuple[float, ...] = LATENCY_BUCKETS) -> None:
-        self._lock = threading.Lock()
-        self._buckets = buckets
-        self._counts = {name: 0 for name, _ in _COUNTERS}
-        self._cost_usd = 0.0
-        self._latency: dict[str, _Histogram] = {}
-        self._requests: dict[tuple[str, int], int] = {}
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._totals = {
+            name: Counter(f"staffstore_{name}", help_text, registry=self.registry)
+            for name, help_text in _COUNTERS
+        }
+        self._cost = Counter(
+            "staffstore_known_cost_usd",
+            "Cost reported by providers for attempted calls, in US dollars.",
+            registry=self.registry,
+        )
+        self._owner_turns = Counter(
+            "staffstore_owner_turns",
+            "Turns by owner, outcome (hit, miss, rejected) and reason.",
+            ["owner", "outcome", "reason"],
+            registry=self.registry,
+        )
+        self._owner_cost = Counter(
+            "staffstore_owner_known_cost_usd",
+            "Cost reported by providers, by owner, in US dollars.",
+            ["owner"],
+            registry=self.registry,
+        )
+        self._requests = Counter(
+            "staffstore_http_requests",
+            "HTTP requests by route and status.",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self._latency = Histogram(
+            "staffstore_request_duration_seconds",
+            "Chat requests' time from arrival to last byte, by outcome (hit, miss, error).",
+            ["outcome"],
+            buckets=buckets,
+            registry=self.registry,
+        )
+        self._owners: set[str] = set()
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
+        self.registry.register(_Backlog(self))
+
+    def _owner(self, owner: str) -> str:
+        if owner in self._owners or len(self._owners) < MAX_OWNER_LABELS:
+            self._owners.add(owner)
+            return owner
+        return OTHER_OWNER
 
     def count_receipt(self, receipt: Receipt) -> None:
         """Count one receipt: its outcome, whether a call was avoided or made, its known cost."""
-        with self._lock:
-            if receipt.status == "rejected":
-                # Refused before the gate (bad JSON, no messages): not a turn, not a miss.
-                self._counts["rejected"] += 1
-                return
-            self._counts["turns"] += 1
-            self._counts["hits" if receipt.outcome == "hit" else "misses"] += 1
-            self._counts["avoided_calls"] += receipt.inference_avoided
-            if receipt.inference_attempted:
-                self._counts["attempted_calls"] += 1
-                self._counts["failed_calls"] += receipt.status != "ok"
-                if receipt.cost_usd is None:
-                    self._counts["unknown_cost_turns"] += 1
-                else:
-                    self._cost_usd += receipt.cost_usd
+        owner = self._owner(receipt.owner)
+        if receipt.status == "rejected":
+            # Refused before the gate (bad JSON, no messages): not a turn, not a miss.
+            self._totals["rejected"].inc()
+            self._owner_turns.labels(owner, "rejected", receipt.reason).inc()
+            return
+        self._totals["turns"].inc()
+        self._totals["hits" if receipt.outcome == "hit" else "misses"].inc()
+        self._owner_turns.labels(owner, receipt.outcome, receipt.reason).inc()
+        if receipt.inference_avoided:
+            self._totals["avoided_calls"].inc()
+        if receipt.inference_attempted:
+            self._totals["attempted_calls"].inc()
+            if receipt.status != "ok":
+                self._totals["failed_calls"].inc()
+            if receipt.cost_usd is None:
+                self._totals["unknown_cost_turns"].inc()
+            else:
+                # A counter refuses to go down; no provider bills a negative amount.
+                cost = max(0.0, receipt.cost_usd)
+                self._cost.inc(cost)
+                self._owner_cost.labels(owner).inc(cost)
 
     def count_request(self, route: str, status: int) -> None:
         """Count one finished HTTP request, by route and status."""
-        with self._lock:
-            self._requests[(route, status)] = self._requests.get((route, status), 0) + 1
+        self._requests.labels(route, str(status)).inc()
 
     def observe_turn(self, outcome: str, seconds: float) -> None:
         """Add one chat request's time, from arrival to last byte, to the latency histogram."""
-        with self._lock:
-            histogram = self._latency.get(outcome)
-            if histogram is None:
-                histogram = self._latency[outcome] = _Histogram(self._buckets)
-            histogram.observe(seconds)
+        self._latency.labels(outcome).observe(seconds)
 
     def render(self) -> str:
-        """The metrics in Prometheus' text exposition format (version 0.0.4)."""
-        with self._lock:
-            lines: list[str] = []
-            for name, help_text in _COUNTERS:
-                lines += _family(f"staffstore_{name}_total", "counter", help_text)
-                lines.append(f"staffstore_{name}_total {self._counts[name]}")
-            lines += _family(
-                "staffstore_known_cost_usd_total",
-                "counter",
-                "Cost reported by providers for attempted calls, in US dollars.",
-            )
-            lines.append(f"staffstore_known_cost_usd_total {_number(self._cost_usd)}")
-            lines += _family(
-                "staffstore_http_requests_total", "counter", "HTTP requests by route and status."
-            )
-            for (route, status), count in sorted(self._requests.items()):
-                labels = _labels(route=route, status=str(status))
-                lines.append(f"staffstore_http_requests_total{labels} {count}")
-            lines += _family(
-                "staffstore_request_duration_seconds",
-                "histogram",
-                "Chat requests' time from arrival to last byte, by outcome (hit, miss, error).",
-            )
-            for outcome, histogram in sorted(self._latency.items()):
-                lines += _histogram_lines(outcome, histogram)
-        if self.backlog is not None:
-            lines += _backlog_lines(self.backlog())
-        return "\n".join(lines) + "\n"
-
-
-def _backlog_lines(counts: BacklogCounts) -> list[str]:
-    lines = _family(
-        "staffstore_receipts_pending",
-        "gauge",
-        "Turns kept in memory because another process holds the store's write lock.",
-    )
-    lines.append(f"staffstore_receipts_pending {counts.pending}")
-    for name, value, help_text in (
-        ("deferred", counts.deferred, "Turns that waited in memory for the store's lock."),
-        ("landed_late", counts.landed, "Turns from that backlog written since."),
-        ("lost", counts.lost, "Turns the store refused even as a bare receipt."),
-    ):
-        lines += _family(f"staffstore_receipts_{name}_total", "counter", help_text)
-        lines.append(f"staffstore_receipts_{name}_total {value}")
-    return lines
-
-
-def _family(name: str, kind: str, help_text: str) -> list[str]:
-    return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-
-
-def _histogram_lines(outcome: str, histogram: _Histogram) -> Iterable[str]:
-    name = "staffstore_request_duration_seconds"
-    running = 0
-    bounds = [*(_number(b) for b in histogram.bounds), "+Inf"]
-    for bound, count in zip(bounds, histogram.counts, strict=True):
-        running += count
-        yield f"{name}_bucket{_labels(outcome=outcome, le=bound)} {running}"
-    yield f"{name}_sum{_labels(outcome=outcome)} {_number(histogram.total)}"
-    yield f"{name}_count{_labels(outcome=outcome)} {running}"
-
-
-def _labels(**labels: str) -> str:
-    # The exposition format escapes backslash, double quote and newline in label values.
-    def escape(value: str) -> str:
-        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-    return "{" + ",".join(f'{key}="{escape(value)}"' for key, value in labels.items()) + "}"
-
-
-def _number(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value)) if not float(value).is_integer() else f"{value:.1f}"
+        """The metrics in Prometheus' text exposition format."""
+        return generate_latest(self.registry).decode("utf-8")
 
 
 class RequestTiming:

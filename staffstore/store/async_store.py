@@ -28,11 +28,12 @@ from ..errors import (
     StoreError,
 )
 from ..identity import bytes_hash
-from ..models import Claim, ClaimStatus, Ledger, Message, NewClaim, Receipt, Role
+from ..models import Claim, ClaimStatus, Message, NewClaim, Receipt, Role
 from ..text.lexicon import STOPWORDS, tokens
 from ..text.matching import KEY_VERSION, normalize
 from .jobs import AsyncJobs
 from .migrations import APPLICATION_ID, MIGRATIONS
+from .receipt_queries import AsyncReceiptQueries
 from .rows import (
     CLAIM_COLUMNS,
     RECEIPT_COLUMNS,
@@ -73,7 +74,7 @@ def _check_is_sqlite(path: Path) -> None:
         raise CorruptStoreError(f"{path} is not a staffstore database (not a SQLite file)")
 
 
-class StaffStore(AsyncStateTables, AsyncJobs):
+class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
     """The durable store. Open it with `async with StaffStore.open(path) as store:`."""
 
     def __init__(
@@ -514,54 +515,6 @@ class StaffStore(AsyncStateTables, AsyncJobs):
         if row is None:
             raise NotFoundError(f"receipt {receipt_id!r} was not found for owner {owner!r}")
         return row_to_receipt(row)
-
-    async def list_receipts(self, owner: str | None, *, limit: int = 20) -> list[Receipt]:
-        """The most recent receipts, newest first; of one owner, or of all when owner is None."""
-        sql = f"SELECT {', '.join(RECEIPT_COLUMNS)} FROM receipts"
-        params: list[Any] = []
-        if owner is not None:
-            sql += " WHERE owner = ?"
-            params.append(owner)
-        sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
-        params.append(limit)
-        return [row_to_receipt(row) for row in await self._fetchall(sql, params)]
-
-    async def ledger(self, owner: str | None = None) -> Ledger:
-        """Totals over receipts: avoided and attempted calls apart, known usage, unknown counts."""
-        # Rejected requests (refused before the gate) are counted apart, never as turns.
-        turn = "status != 'rejected'"
-        where, params = ("WHERE owner = ?", [owner]) if owner is not None else ("", [])
-        row = await self._fetchone(
-            f"""
-            SELECT
-                coalesce(sum({turn}), 0),
-                coalesce(sum(outcome = 'hit'), 0),
-                coalesce(sum(outcome = 'miss' AND {turn}), 0),
-                coalesce(sum(inference_avoided), 0),
-                coalesce(sum(inference_attempted), 0),
-                coalesce(sum(inference_attempted AND status != 'ok'), 0),
-                coalesce(sum(NOT inference_avoided AND NOT inference_attempted AND {turn}), 0),
-                coalesce(sum(prompt_tokens), 0),
-                coalesce(sum(completion_tokens), 0),
-                coalesce(sum(cost_usd), 0.0),
-                coalesce(sum(inference_attempted
-                    AND (prompt_tokens IS NULL OR completion_tokens IS NULL)), 0),
-                coalesce(sum(inference_attempted AND cost_usd IS NULL), 0),
-                coalesce(sum(status = 'rejected'), 0)
-            FROM receipts {where}
-            """,
-            params,
-        )
-        names = (
-            "turns", "hits", "misses", "avoided_calls", "attempted_calls", "failed_calls",
-            "not_attempted", "prompt_tokens", "completion_tokens", "cost_usd",
-            "unknown_usage_turns", "unknown_cost_turns", "rejected",
-        )  # fmt: skip
-        totals = dict(zip(names, row, strict=True))
-        # A sum of floats carries binary noise (0.30000000000000004): no provider bills
-        # below a billionth of a dollar.
-        totals["cost_usd"] = round(totals["cost_usd"], 9)
-        return Ledger(**totals)
 
     # -- the HTTP proxy's turns (see SyncStore for their kept answers) ------------------------
 

@@ -229,4 +229,3 @@ def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[floa
         sum(weight(w) for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED),
         sum(1 for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED and w.kind == "id"),
     ]
-

@@ -271,7 +271,6 @@ def mark_script_digits(text: str) -> str:
     return _LOWERED_RUN.sub(lambda m: "~" + m[0].translate(_LOWERED), text)
 
 
-
 def rewrite(text: str) -> str:
     """The question lower-cased and rewritten, ready to be split into tokens."""
     # Compatibility forms fold to their plain letters (full-width letters are the letters), but a
