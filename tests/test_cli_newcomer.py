@@ -283,3 +283,21 @@ def test_export_round_trips_through_import(cli: Cli, tmp_path: Path) -> None:
     assert {claim["id"] for claim in again} == ids
     everything = ok(cli("claims", "export", "--owner", "acme", "--all")).stdout
     assert len(everything.splitlines()) == 3
+
+
+# -- item 9: the column of a JSON error is where the line was cut --------------------------------
+
+
+def test_a_cut_jsonl_line_names_the_column_where_it_ends(cli: Cli) -> None:
+    add(cli, "8080")
+    cut = '{"owner": "acme", "text": "which port"'  # 38 characters, no closing brace
+    result = ok(cli("query", "--jsonl", input=cut + "\n"))
+    (line,) = [json.loads(out) for out in result.stdout.splitlines()]
+    assert f"column {len(cut) + 1}" in line["error"]
+
+
+def test_a_cut_claims_line_names_the_column_where_it_ends(cli: Cli, tmp_path: Path) -> None:
+    cut = '{"owner": "acme", "question": "q", "answer": "a"'
+    path = tmp_path / "cut.jsonl"
+    path.write_text(cut + "\n")
+    assert f"column {len(cut) + 1}" in one_line_error(cli("claims", "import", str(path)))

@@ -254,7 +254,9 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     a lone surrogate (`"\\ud800"` is valid JSON but not text; SQLite and UTF-8 output refuse it).
     """
     try:
-        text = raw.decode("utf-8")
+        # Without its line ending: a cut line's error then names the column where it ends,
+        # not "column 1" of the line after.
+        text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as error:
         raise InputError(f"not valid UTF-8 (byte {error.start + 1})") from None
     try:
