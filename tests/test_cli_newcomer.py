@@ -301,3 +301,17 @@ def test_a_cut_claims_line_names_the_column_where_it_ends(cli: Cli, tmp_path: Pa
     path = tmp_path / "cut.jsonl"
     path.write_text(cut + "\n")
     assert f"column {len(cut) + 1}" in one_line_error(cli("claims", "import", str(path)))
+
+
+# -- CLI tables (rich) ---------------------------------------------------------------------------
+
+
+def test_a_piped_table_keeps_each_row_on_one_line_without_trailing_spaces(cli: Cli) -> None:
+    long_answer = "a long answer " * 40
+    for number in range(3):
+        add(cli, long_answer, f"question number {number} about the harbour")
+    lines = ok(cli("claims", "list", "--owner", "acme")).stdout.splitlines()
+    assert len(lines) == 4 and lines[0].split()[:2] == ["ID", "STATUS"]
+    assert all(line == line.rstrip() for line in lines)
+    column = lines[0].index("QUESTION")  # aligned: each question starts under its header
+    assert all(line[column:].startswith("question number") for line in lines[1:])

@@ -28,6 +28,8 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import httpx
 import typer
 from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
 
 from .. import __version__
 from ..config import DB_ENV, DEFAULTS, default_db_path
@@ -133,13 +135,26 @@ def print_json(value: Any) -> None:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Print rows as aligned columns under a header; the last column is not padded."""
+    """Print rows as aligned columns under a header (rich): fitted to a terminal's width, one
+    line a row when piped, no trailing spaces."""
     if not rows:
         return
-    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
-    for row in [headers, *rows]:
-        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
-        typer.echo("  ".join([*cells, row[-1]]))
+    stdout = typer.get_text_stream("stdout")
+    terminal = stdout.isatty()
+    # Piped, a row stays one line whatever its length: a script reads it with split().
+    console = Console(
+        file=stdout, width=None if terminal else 100_000, highlight=False, markup=False,
+        emoji=False, force_terminal=terminal, no_color=not terminal,
+    )  # fmt: skip
+    table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold" if terminal else "")
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    with console.capture() as captured:
+        console.print(table)
+    for line in captured.get().splitlines():
+        typer.echo(line.rstrip())
 
 
 def clip(text: str | None, width: int) -> str:
