@@ -239,3 +239,39 @@ def test_query_json_shows_the_score_the_threshold_and_the_budget(tmp_path: Any) 
     refused = runner.invoke(app, ["--db", db, "query", "--owner", "acme", "--gate-budget", "2",
                                   "why"])  # fmt: skip
     assert refused.exit_code == 2
+
+
+# -- the proxy -------------------------------------------------------------------------------------
+
+
+def test_a_server_with_a_loose_budget_serves_a_paraphrase_the_default_does_not(
+    tmp_path: Any,
+) -> None:
+    from test_proxy_support import ADMIN_KEYS, ask, running_proxy
+
+    question = "Why did the nightly backup fail on Sunday?"
+    turn = "quick question: why did nightly backup fail sunday"
+    outcomes = {}
+    for budget in (None, LOOSE):
+        with running_proxy(tmp_path / f"proxy-{budget}.db", gate_budget=budget) as server:
+            stored = server.post(
+                {"owner": "alice", "question": question, "answer": "The disk filled up."},
+                key=ADMIN_KEYS["alice"],
+                path="/staffstore/claims",
+            )
+            assert stored.status_code == 201, stored.text
+            response = server.post(ask(turn))
+            outcomes[budget] = response.headers["x-staffstore-outcome"]
+            if budget is not None:
+                assert server.upstream.fake.chat_requests == []
+    assert outcomes == {None: "miss", LOOSE: "hit"}
+
+
+def test_the_serve_config_refuses_a_budget_outside_zero_to_one(tmp_path: Any) -> None:
+    from staffstore.errors import InputError
+    from staffstore.proxy.config import build_config
+
+    db = tmp_path / "s.db"
+    assert build_config(db_path=db, trusted=True, gate_budget=0.02).gate_budget == 0.02
+    with pytest.raises(InputError, match="gate_budget"):
+        build_config(db_path=db, trusted=True, gate_budget=2)
