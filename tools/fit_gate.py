@@ -225,16 +225,16 @@ def main() -> None:
             (t for t in THRESHOLDS if all(rates(s, t)[2] <= budget for s in scored.values())),
             1.01,
         )
-        calibration.append({
-            "budget": budget,
-            "threshold": threshold,
-            "measured": {
-                name: dict(zip(("recall", "false_hit_rate", "added_false_hit_rate"),
-                               (round(r, 4) for r in rates(s, threshold)), strict=True),
-                           pairs=len(s))
-                for name, s in scored.items()
-            },
-        })  # fmt: skip
+        measured = {}
+        for name, pairs in scored.items():
+            recall, false, added = rates(pairs, threshold)
+            measured[name] = {
+                "recall": round(recall, 4),
+                "false_hit_rate": round(false, 4),
+                "added_false_hit_rate": round(added, 4),
+                "pairs": len(pairs),
+            }
+        calibration.append({"budget": budget, "threshold": threshold, "measured": measured})
     params["calibration"] = calibration
     params["fitted_on"] = {
         "workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)": {

@@ -11,7 +11,6 @@ are interchangeable; the gate's score treats them as evidence, never as proof.
 
 from __future__ import annotations
 
-import re
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .slots import is_subsequence
+from .slots import is_subsequence, numeronym_of
 from .spelling import same_word
 from .words import Word
 
 Vector = npt.NDArray[np.float32]
 
-_NUMERONYM = re.compile(r"^([a-z])(\d+)([a-z])$")
 # "advantages" / "disadvantages" is not one word with a prefix: these prefixes negate.
 _NEGATING_PREFIXES = frozenset({"dis", "un", "in", "im", "il", "ir", "non", "mis", "anti", "de"})
 
@@ -103,13 +101,7 @@ def form_similarity(a: Word, b: Word) -> float:
     short, long = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
     if len(sa) == len(sb) >= 4 and sorted(sa) == sorted(sb) and sa[0] == sb[0]:
         return 0.9  # letters swapped: "modle" / "model"
-    numeronym = _NUMERONYM.match(short)
-    if (
-        numeronym
-        and long[0] == numeronym[1]
-        and long[-1] == numeronym[3]
-        and len(long) - 2 == int(numeronym[2])
-    ):
+    if numeronym_of(short, long):
         return 0.95  # "k8s" / "kubernetes"
     if len(short) >= 3 and long.startswith(short):
         return 0.85  # "prod" / "production"

@@ -316,14 +316,23 @@ def is_subsequence(short: str, long: str) -> bool:
     return all(ch in letters for ch in short)
 
 
+def numeronym_of(short: str, long: str) -> bool:
+    """ "k8s" for "kubernetes": the outer letters and the count of the letters between."""
+    return (
+        bool(_NUMERONYM.match(short))
+        and long[:1] == short[0]
+        and long[-1:] == short[-1]
+        and len(long) - 2 == int(short[1:-1])
+    )
+
+
 def part_match(a: str, b: str) -> bool:
     """One part of an identifier written two ways: the same, a slip, or an abbreviation."""
     if a == b or same_word(a, a, b, b):
         return True
     short, long = (a, b) if len(a) <= len(b) else (b, a)
-    numeronym = _NUMERONYM.match(short)
-    if numeronym and long[0] == short[0] and long[-1] == short[-1]:
-        return len(long) - 2 == int(short[1:-1])  # "k8s" / "kubernetes"
+    if numeronym_of(short, long):
+        return True
     return len(short) >= 2 and short[0] == long[0] and is_subsequence(short, long)
 
 
