@@ -7,6 +7,7 @@ is None, never 0: the ledger counts unknowns instead of pretending they were fre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -22,6 +23,12 @@ Role = Literal["system", "user", "assistant"]
 ReceiptStatus = Literal[
     "ok", "hit", "error", "timeout", "unreachable", "no_api_key", "cancelled", "rejected"
 ]
+
+
+#: How long work tells how far it has come: called with (items done, items in all). The
+#: library calls it; only the command line draws anything (a bar on a terminal), so the layers
+#: below stay free of any UI.
+Progress = Callable[[int, int], None]
 
 
 def utcnow() -> datetime:

@@ -183,9 +183,9 @@ def _leaf_commands() -> dict[str, Any]:
 
 
 #: The commands the README names as taking no --json: they write files, run a server, print
-#: JSON always, or print a prompt's text.
+#: JSON always, or print a prompt's text. (`charts` takes it for a live store's chart only.)
 WITHOUT_JSON = {
-    "charts", "report", "serve", "agent-state read", "agent-state schema", "agent-state export",
+    "report", "serve", "agent-state read", "agent-state schema", "agent-state export",
     "state section", "claims export", "receipts export",
 }  # fmt: skip
 

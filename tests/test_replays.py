@@ -133,9 +133,12 @@ def test_known_cost_is_the_sum_of_reported_costs(out_dir: Path) -> None:
 
 
 def test_two_runs_write_byte_identical_files(out_dir: Path, tmp_path: Path) -> None:
-    asyncio.run(run_all(tmp_path, quick=True))
+    seen: list[tuple[int, int]] = []
+    asyncio.run(run_all(tmp_path, quick=True, progress=lambda *done: seen.append(done)))
     for path in out_dir.iterdir():
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+    # The progress callback heard of each replay before it and once all were played.
+    assert seen == [(played, len(REPLAYS)) for played in range(len(REPLAYS) + 1)]
 
 
 def test_another_seed_scripts_another_order(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from .app import (
     when,
     with_store,
 )
+from .progress import progress_bar
 
 ClaimIdArgument = Annotated[
     str, typer.Argument(metavar="ID", callback=utf8, help="A claim id, or 6+ characters.")
@@ -185,9 +186,11 @@ def claims_import(
 
         with read_claims(source, inspect=inspect) as parsed:
             async with StaffStore.open(db_path(ctx)) as store:
-                report = await store_claims(
-                    store, parsed, skip_bad=skip_bad, batch_size=DEFAULTS.import_batch_size
-                )
+                with progress_bar("storing claims", quiet=as_json) as progress:
+                    report = await store_claims(
+                        store, parsed, skip_bad=skip_bad,
+                        batch_size=DEFAULTS.import_batch_size, progress=progress,
+                    )  # fmt: skip
         return report, notes["never_served"], notes["dated"]
 
     report, never_served, dated = run(work())

@@ -8,17 +8,21 @@ Like every command, each parses, calls the library and prints. This module is lo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..gate.scoring import DEFAULT_BUDGET, default_model
+from ..models import Ledger
 from ..replays import REPLAYS, run_all, run_replay
-from ..replays.charts import draw_charts, existing_charts
+from ..replays.charts import CHARTS, draw_charts, existing_charts
 from ..replays.evaluations import REPO_PAIRS_DIR, eval_dirs, plan, run_evaluation
 from ..replays.gate_card import gate_card_markdown
+from ..replays.live_chart import draw_live_chart, live_series
 from ..replays.pairs import default_ledger_path, run_pairs
 from ..replays.report import (
     JOB_REPLAYS,
@@ -41,7 +45,11 @@ from ..replays.report import (
 )
 from ..replays.splits import HALVES, Half
 from ..replays.workday_dev import LEDGER_NAME, play_dev_set
-from .app import fail, print_table, run, user_errors
+from ..store import StaffStore
+from ..store.receipt_queries import Period
+from .app import fail, print_json, print_table, run, user_errors, utf8
+from .progress import run_with_progress
+from .receipts import SinceOption, UntilOption, _utc
 
 PAIR_MODES = ("shared", "isolated")
 
@@ -161,7 +169,9 @@ def replay_all(
     ../shared/eval and ../shared/train), each at every calibrated error budget. That takes
     minutes; --quick plays a small sample at the default budget.
     """
-    ledgers = run(run_all(out, seed, quick=quick))
+    ledgers = run_with_progress(
+        "replays", lambda progress: run_all(out, seed, quick=quick, progress=progress)
+    )
     _print_replays(list(ledgers.values()))
     typer.echo(f"wrote {len(ledgers)} replay ledgers into {out}", err=True)
     if no_pairs:
@@ -175,8 +185,10 @@ def replay_all(
     pairs: list[dict[str, Any]] = []
     for evaluation in found.evaluations:
         typer.echo(evaluation.describe(), err=True)
-        with user_errors():
-            ledger = run(run_evaluation(evaluation))
+        ledger = run_with_progress(
+            evaluation.file.name,
+            lambda progress: run_evaluation(evaluation, progress=progress),  # noqa: B023 (run at once)
+        )
         if evaluation.kind == "workday_dev":
             _print_dev_set(ledger)
         else:
@@ -209,8 +221,9 @@ def replay_workday_dev(
     """
     if not file.is_file():
         fail(f"no workday-dev file at {file}")
-    with user_errors():
-        ledger = run(play_dev_set(file, out))
+    ledger = run_with_progress(
+        file.name, lambda progress: play_dev_set(file, out, progress=progress)
+    )
     _print_dev_set(ledger)
     typer.echo(f"wrote {out}", err=True)
 
@@ -275,36 +288,129 @@ def replay_pairs(
     path = out if out is not None else default_ledger_path(file, Path("ledgers"), chosen_half)
     modes = chosen or PAIR_MODES
     typer.echo(f"pairs: {file} ({', '.join(modes)}, {half}) -> {path}", err=True)
-    with user_errors():
-        ledger = run(
-            run_pairs(
-                file, path, modes=modes, budgets=tuple(budgets or (DEFAULT_BUDGET,)),
-                half=chosen_half, sample=sample,
-            )
-        )  # fmt: skip
+    ledger = run_with_progress(
+        file.name,
+        lambda progress: run_pairs(
+            file, path, modes=modes, budgets=tuple(budgets or (DEFAULT_BUDGET,)),
+            half=chosen_half, sample=sample, progress=progress,
+        ),
+    )  # fmt: skip
     _print_pairs([ledger])
 
 
 # -- charts and report -------------------------------------------------------------------------
 
 
+LIVE_CHART_PREFIX = "live-"
+
+
+def _live_chart_path(owner: str) -> Path:
+    """charts/live-OWNER.png, the owner's name kept to letters, digits, `.`, `_` and `-`."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", owner).lstrip(".") or "_"
+    return Path("charts") / f"{LIVE_CHART_PREFIX}{safe}.png"
+
+
 def charts(
     ledgers: LedgersOption = Path("ledgers"),
     out: Annotated[
-        Path, typer.Option("--out", metavar="DIR", help="Where the PNG files go.")
-    ] = Path("charts"),
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="PATH",
+            help="Where the PNG files go (a folder; default charts/). With --db, the PNG file "
+            "(default charts/live-OWNER.png).",
+            show_default=False,
+        ),
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            metavar="PATH",
+            help="Chart a live store instead: one owner's hit rate and cost avoided over time, "
+            "from this database's receipts.",
+            show_default=False,
+        ),
+    ] = None,
+    owner: Annotated[
+        str | None,
+        typer.Option("--owner", callback=utf8, help="With --db: the owner to chart (required)."),
+    ] = None,
+    by: Annotated[
+        Period | None,
+        typer.Option("--by", help="With --db: one bar a UTC day (the default) or hour."),
+    ] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --db: also print the charted series as JSON.")
+    ] = False,
 ) -> None:
-    """Draw the charts as PNG files, from the ledger files alone.
+    """Draw the charts as PNG files, from the ledger files alone; or, with --db, a live store's
+    chart.
 
     A chart whose ledger is missing is skipped with a note. Needs matplotlib
     (`pip install 'staffstore[charts]'`).
+
+    With `--db PATH --owner OWNER`, draw that owner's hit rate period by period and the cost
+    avoided, cumulated, over time, from the store's receipts (the figures of `staffstore
+    ledger --by`; `--since`/`--until` bound the range). The ledger prices only paid calls, so
+    an avoided call is priced at the mean known cost of the owner's paid calls in the range;
+    `--json` prints the series and that price. Only the named owner's receipts are read.
     """
+    if db is not None:
+        if owner is None:
+            fail("--owner is required with --db: a live chart shows one owner's receipts")
+        _live_chart(db, owner, by or "day", _utc(since), _utc(until), out, as_json=as_json)
+        return
+    given = {"--owner": owner, "--by": by, "--since": since, "--until": until, "--json": as_json}
+    live_only = [flag for flag, value in given.items() if value not in (None, False)]
+    if live_only:
+        fail(f"{', '.join(live_only)}: only with --db (a live store's chart)")
+    folder = out if out is not None else Path("charts")
     with user_errors():
-        written = draw_charts(ledgers, out, note=note)
+        written = draw_charts(ledgers, folder, note=note)
     if not written:
         fail(f"no charts drawn: {ledgers} holds none of the ledgers they need")
     for path in written:
         typer.echo(str(path))
+
+
+def _live_chart(
+    db: Path,
+    owner: str,
+    by: Period,
+    since: datetime | None,
+    until: datetime | None,
+    out: Path | None,
+    *,
+    as_json: bool,
+) -> None:
+    path = out if out is not None else _live_chart_path(owner)
+    if path.name in CHARTS:
+        fail(f"--out {path} would overwrite the replay chart {path.name}: choose another name")
+    if path.suffix.lower() != ".png":
+        fail(f"--out {path}: the live chart is a PNG file, name it *.png")
+
+    async def periods() -> list[tuple[str, Ledger]]:
+        async with StaffStore.open(db, create=False) as store:
+            return await store.ledger_by(by, owner, since=since, until=until)
+
+    found = run(periods())
+    if not any(totals.turns for _, totals in found):
+        bounds = "".join(
+            f" {word} {moment.isoformat()}"
+            for word, moment in (("since", since), ("until", until))
+            if moment is not None
+        )
+        fail(f"no receipts for owner {owner!r} in {db}{bounds}: nothing to chart")
+    series = live_series(owner, by, found)
+    with user_errors():
+        written = draw_live_chart(series, path)
+    if as_json:
+        print_json({**series.to_json(), "chart": str(written)})
+    else:
+        typer.echo(str(written))
 
 
 def report(

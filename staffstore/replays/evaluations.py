@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..gate.scoring import DEFAULT_BUDGET, default_model
+from ..models import Progress
 from .data import DATA_DIR
 from .pairs import default_ledger_path, run_pairs
 from .splits import Half
@@ -121,12 +122,15 @@ def plan(
     return found
 
 
-async def run_evaluation(evaluation: Evaluation) -> dict[str, Any]:
-    """Play one evaluation and write its ledger."""
+async def run_evaluation(
+    evaluation: Evaluation, *, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Play one evaluation and write its ledger; `progress` is told how far it has come."""
     if evaluation.kind == "workday_dev":
         return await play_dev_set(
-            evaluation.file, evaluation.ledger, budgets=list(evaluation.budgets)
-        )
+            evaluation.file, evaluation.ledger, budgets=list(evaluation.budgets),
+            progress=progress,
+        )  # fmt: skip
     return await run_pairs(
         evaluation.file,
         evaluation.ledger,
@@ -134,4 +138,5 @@ async def run_evaluation(evaluation: Evaluation) -> dict[str, Any]:
         budgets=evaluation.budgets,
         half=evaluation.half,
         sample=evaluation.sample,
+        progress=progress,
     )

@@ -39,7 +39,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ..errors import InputError
 from ..gate import query_first
 from ..gate.scoring import DEFAULT_BUDGET, default_model
-from ..models import Decision, NewClaim, Turn
+from ..models import Decision, NewClaim, Progress, Turn
 from ..store import StaffStore
 from ..text.lexicon import tokens
 from .splits import HALF_RULE, Half, in_half
@@ -206,10 +206,15 @@ def _verdict(pair: Pair, decision: Decision, paraphrases: set[frozenset[str]]) -
 
 
 async def evaluate_budgets(
-    pairs: list[Pair], budgets: Sequence[float], *, isolated: bool = False, name: str = ""
+    pairs: list[Pair],
+    budgets: Sequence[float],
+    *,
+    isolated: bool = False,
+    name: str = "",
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Run the pair evaluation in one mode at each error budget; one result (summary,
-    by_source, rows) per budget, in the order given.
+    by_source, rows) per budget, in the order given. `progress` is told the pairs asked.
 
     The store is loaded once; each pair is asked at every budget in turn, so the second look's
     cache serves the later budgets what the first one worked out.
@@ -238,6 +243,8 @@ async def evaluate_budgets(
                             "served": decision.claim.question if decision.claim else None,
                         }
                     )
+                if progress is not None:
+                    progress(index + 1, len(pairs))
     claims = len({(i if isolated else 0, p.a) for i, p in enumerate(pairs)})
     results = []
     for budget, budget_rows in zip(budgets, rows, strict=True):
@@ -283,12 +290,13 @@ async def run_pairs(
     budgets: Sequence[float] = (DEFAULT_BUDGET,),
     half: Half = "all",
     sample: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Evaluate one pairs file in each mode at each budget and write one ledger holding them.
 
     The ledger's `modes` hold the first budget's results (with every pair's row, unless the
     file's test half is played: nobody should tune on a listing of it); `budgets` holds each
-    budget's threshold and summaries.
+    budget's threshold and summaries. `progress` is told the pairs asked over all modes.
     """
     if not budgets:
         raise InputError("no error budget to evaluate at")
@@ -313,10 +321,12 @@ async def run_pairs(
         "modes": {},
         "budgets": [{"budget": b, "threshold": model.threshold(b), "modes": {}} for b in budgets],
     }
-    for mode in modes:
+    modes = tuple(modes)
+    for number, mode in enumerate(modes):
         results = await evaluate_budgets(
-            pairs, budgets, isolated=(mode == "isolated"), name=path.name
-        )
+            pairs, budgets, isolated=(mode == "isolated"), name=path.name,
+            progress=_part_of(progress, number * len(pairs), len(modes) * len(pairs)),
+        )  # fmt: skip
         for entry, result in zip(ledger["budgets"], results, strict=True):
             entry["modes"][mode] = result["summary"]
         first = results[0]
@@ -327,6 +337,15 @@ async def run_pairs(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(ledger, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return ledger
+
+
+def _part_of(progress: Progress | None, before: int, total: int) -> Progress | None:
+    """`progress` for one part of a longer count: `before` items done ahead of it, `total` in
+    all (one count over every mode, not one a mode)."""
+    if progress is None:
+        return None
+    whole = progress
+    return lambda done, _: whole(before + done, total)
 
 
 def data_stem(pairs_file: Path) -> str:

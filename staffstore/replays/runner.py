@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..models import Progress
 from . import hostile, jobs, single, wakeups, workday
 from .harness import ReplayOutput, write_json
 
@@ -49,7 +50,15 @@ async def run_replay(
 
 
 async def run_all(
-    out_dir: Path, seed: int = 7, *, quick: bool = False
+    out_dir: Path, seed: int = 7, *, quick: bool = False, progress: Progress | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Play every replay in order; return their ledgers by name."""
-    return {name: await run_replay(name, out_dir, seed=seed, quick=quick) for name in REPLAYS}
+    """Play every replay in order; return their ledgers by name. `progress` is told the
+    replays played before each one starts and when all are played."""
+    ledgers: dict[str, dict[str, Any]] = {}
+    for name in REPLAYS:
+        if progress is not None:
+            progress(len(ledgers), len(REPLAYS))
+        ledgers[name] = await run_replay(name, out_dir, seed=seed, quick=quick)
+    if progress is not None:
+        progress(len(ledgers), len(REPLAYS))
+    return ledgers

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import InputError
 from ..gate import query_first
 from ..gate.scoring import DEFAULT_BUDGET, default_model
-from ..models import Decision, NewClaim, Turn
+from ..models import Decision, NewClaim, Progress, Turn
 from ..store import StaffStore
 from .pairs import file_sha256
 from .splits import WORKDAY_SPLITS, Split, workday_split
@@ -168,10 +168,14 @@ def _split_summary(rows: list[dict[str, Any]], *, listing: bool) -> dict[str, An
 
 
 async def play_dev_set(
-    path: Path, out: Path | None = None, *, budgets: list[float] | None = None
+    path: Path,
+    out: Path | None = None,
+    *,
+    budgets: list[float] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Play a workday_dev-style file at each budget (default: every calibrated one); write and
-    return the ledger."""
+    return the ledger. `progress` is told the turns played."""
     data = read_dev_set(path)
     model = default_model()
     chosen = sorted(set(model.budgets) | {DEFAULT_BUDGET}) if budgets is None else budgets
@@ -195,7 +199,7 @@ async def play_dev_set(
                 for (claim, _new), source in zip(stored, data.claims, strict=True)
             }
             questions = {c.id: c.question for c in data.claims}
-            for turn in data.turns:
+            for played, turn in enumerate(data.turns, start=1):
                 split = workday_split(turn.claim, turn.id)
                 for budget in chosen:
                     decision = await query_first(
@@ -214,6 +218,8 @@ async def play_dev_set(
                             "verdict": _verdict(turn, decision, claim_ids),
                         }
                     )  # fmt: skip
+                if progress is not None:
+                    progress(played, len(data.turns))
     claims_by_split = Counter(workday_split(c.id) for c in data.claims)
     ledger: dict[str, Any] = {
         "name": "workday_dev",

@@ -25,7 +25,7 @@ from typing import IO, Any, BinaryIO
 from pydantic import ValidationError
 
 from ..errors import ImportFileError, InputError
-from ..models import NewClaim
+from ..models import NewClaim, Progress
 from .async_store import StaffStore
 
 #: The fields a claims line may carry; `owner`, `question` and `answer` are required.
@@ -202,22 +202,28 @@ async def store_claims(
     skip_bad: bool = False,
     batch_size: int = BATCH_SIZE,
     now: datetime | None = None,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Store a parsed claims file, `batch_size` claims a transaction.
 
     With bad lines and without `skip_bad`, nothing is stored and ImportFileError names them.
+    `progress` is told the claims stored so far (added or already present) after each batch.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be 1 or more")
     if parsed.bad_count and not skip_bad:
         raise ImportFileError(_rejection(parsed), [line.number for line in parsed.bad])
     added = present = 0
+    if progress is not None:
+        progress(0, parsed.count)
     for batch in parsed.batches(batch_size):
         for _claim, is_new in await store.ensure_claims(batch, now=now):
             if is_new:
                 added += 1
             else:
                 present += 1
+        if progress is not None:
+            progress(added + present, parsed.count)
     return ImportReport(
         name=parsed.name, added=added, present=present, skipped=parsed.bad_count, bad=parsed.bad
     )

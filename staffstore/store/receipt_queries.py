@@ -143,10 +143,18 @@ class AsyncReceiptQueries:
         rows = await self._fetchall(f"SELECT {_LEDGER_SELECT} FROM receipts {where}", params)
         return _ledger(rows[0])
 
-    async def ledger_by(self, period: Period, owner: str | None = None) -> list[tuple[str, Ledger]]:
-        """The ledger period by period (UTC days or hours), oldest first; periods without a
-        receipt are left out."""
-        where, params = ReceiptFilter(owner).where()
+    async def ledger_by(
+        self,
+        period: Period,
+        owner: str | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[tuple[str, Ledger]]:
+        """The ledger period by period (UTC days or hours), oldest first, over the receipts
+        started from `since` (inclusive) to `until` (exclusive); periods without a receipt are
+        left out."""
+        where, params = ReceiptFilter(owner, since, until).where()
         label = f"strftime('{PERIOD_FORMATS[period]}', started_at, 'unixepoch')"
         rows = await self._fetchall(
             f"SELECT {label} AS period, {_LEDGER_SELECT} FROM receipts {where} "
