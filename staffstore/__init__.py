@@ -2,8 +2,9 @@
 
 Ask verified durable state before paying for a model call: `query_first` answers a turn from
 the owner's claims or misses with a reason; `ensure_mouth` runs a whole turn and writes its
-receipt; `StaffStore` holds it all in one SQLite file. `WorkingState` keeps an agent's current
-rules for every prompt; `AgentState` keeps the state its code writes, under a declared schema.
+receipt; `StaffStore` holds it all in one SQLite file; `Staff` makes the same calls without
+async, for scripts and notebooks. `WorkingState` keeps an agent's current rules for every
+prompt; `AgentState` keeps the state its code writes, under a declared schema.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -31,6 +32,7 @@ from .models import (
     ChatReply,
     Claim,
     Decision,
+    KeptFrom,
     Ledger,
     Message,
     NewClaim,
@@ -39,7 +41,8 @@ from .models import (
     TurnResult,
     WorkingSet,
 )
-from .mouth import ensure_mouth
+from .mouth import CachePolicy, ensure_mouth
+from .staff import Staff
 from .state import AgentState, Scope, WorkingState
 from .store import StaffStore
 from .upstream import OpenRouter
@@ -53,6 +56,7 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 
 __all__ = [
     "AgentState",
+    "CachePolicy",
     "ChatReply",
     "Claim",
     "CorruptStoreError",
@@ -60,6 +64,7 @@ __all__ = [
     "ForeignStoreError",
     "ImportFileError",
     "InputError",
+    "KeptFrom",
     "Ledger",
     "Message",
     "MissingApiKeyError",
@@ -70,6 +75,7 @@ __all__ = [
     "OpenRouter",
     "Receipt",
     "Scope",
+    "Staff",
     "StaffStore",
     "StaffstoreError",
     "StoreBusyError",

@@ -201,6 +201,19 @@ class Ledger(_Model):
         return self.avoided_calls / self.turns if self.turns else None
 
 
+class KeptFrom(_Model):
+    """Where a kept answer came from: the paid turn's receipt, its model and when it was kept."""
+
+    receipt_id: str
+    model: str | None = None
+    kept_at: datetime
+
+
+#: Where a turn's answer came from: a verified claim, an answer kept from an earlier paid turn
+#: (an exact repeat), or a model call; None when there is no answer (a failed or refused turn).
+AnswerSource = Literal["claim", "kept_answer", "model"]
+
+
 class TurnResult(_Model):
     """One turn end to end: the answer (None when the call failed), the decision, the receipt."""
 
@@ -208,6 +221,17 @@ class TurnResult(_Model):
     decision: Decision
     receipt: Receipt
     working_set: WorkingSet | None = None
+    #: Set when the answer is a kept answer served for an exact repeat.
+    kept_from: KeptFrom | None = None
+
+    @property
+    def source(self) -> AnswerSource | None:
+        """Where the answer came from: "claim", "kept_answer", "model", or None (no answer)."""
+        if self.answer is None:
+            return None
+        if self.kept_from is not None:
+            return "kept_answer"
+        return "claim" if self.decision.hit else "model"
 
 
 # -- jobs: records of work a runner did, kept so the same work is paid for once ----------------

@@ -7,6 +7,11 @@ as one; a missing API key is not, and is recorded as not attempted. A blank ques
 refused before the gate and the model (a "rejected" receipt, nothing sent): there is nothing to
 pay for. A chat answer is never turned into a claim here: claims are verified work, stored by
 a job, an import or on purpose.
+
+With a CachePolicy (`staffstore ask` and `Staff.ask` pass one; the replays do not), a paid
+answer is also kept, in the table the proxy keeps its answers in, and an exact repeat of the
+turn is served from it with a zero-call receipt (reason `exact_repeat`), as the proxy serves
+an exact repeat of a request. What makes a repeat exact is `repeat_key`.
 """
 
 from __future__ import annotations
@@ -15,12 +20,28 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from .errors import UpstreamError
 from .gate import query_first
-from .models import ChatReply, Decision, Message, Receipt, Turn, TurnResult
+from .gate.relative_time import same_period
+from .identity import content_hash
+from .models import (
+    ChatReply,
+    Decision,
+    KeptFrom,
+    Message,
+    Receipt,
+    Role,
+    Turn,
+    TurnResult,
+    WorkingSet,
+)
+from .state.config import DEFAULT_AGENT
+from .state.working import working_state_section
 from .store import StaffStore
+from .store.sync_store import KeptAnswer, TurnRecord
 from .working_set import DEFAULT_BUDGET, build_working_set
 
 ChatFn = Callable[[list[Message]], Awaitable[ChatReply]]
@@ -39,6 +60,80 @@ def new_receipt_id() -> str:
     return "rcpt_" + uuid.uuid4().hex[:20]
 
 
+#: The longest `ttl` or `max_age`, in seconds (100 years), as the proxy's `cache` controls:
+#: beyond it a date overflows.
+MAX_KEEP_SECONDS = 100 * 365 * 24 * 3600
+#: The kept-answer namespace of turns answered here. The proxy's default namespace is "" too;
+#: the two never serve each other, because their keys hash different things (see repeat_key).
+ASK_NAMESPACE = ""
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """How a turn uses kept answers: the proxy's LiteLLM-style `cache` controls, for ask.
+
+    `serve=False` looks nothing up, neither a kept answer nor a claim, and asks the model (the
+    proxy's `no-cache`); `keep=False` keeps no new answer (the proxy's `no-store`, for kept
+    answers only: the receipt is written as always). `ttl`: seconds a kept answer may serve
+    (None: until replaced). `max_age`: the oldest kept answer to serve, in seconds (`s-maxage`).
+    """
+
+    serve: bool = True
+    keep: bool = True
+    ttl: float | None = None
+    max_age: float | None = None
+
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        refresh: bool = False,
+        no_cache: bool = False,
+        ttl: float | None = None,
+        max_age: float | None = None,
+    ) -> CachePolicy:
+        """The policy of `ask --refresh/--no-cache/--ttl/--max-age` (and `Staff.ask`'s same
+        arguments), defined once: refresh serves nothing and keeps the new answer; no_cache
+        serves nothing and keeps nothing."""
+        return cls(serve=not (refresh or no_cache), keep=not no_cache, ttl=ttl, max_age=max_age)
+
+
+async def repeat_key(
+    store: StaffStore, turn: Turn, model: str, budget: int, working_set: WorkingSet
+) -> str:
+    """The key under which a turn's paid answer is kept, and an exact repeat finds it.
+
+    An exact repeat is the same owner (the table's own column), model, question text (exactly,
+    not normalised: a paraphrase is the gate's business and comes only from claims), session
+    name, agent, repository, revision and working-set budget, asked while the agent's working
+    state and the claims its prompt recalls are what they were. The working state is in the
+    key as the proxy puts it in a bounded request's key: the prompt carries it, so an answer
+    given under other values must not serve (a changed stop-loss is a different question). The
+    recalled claims' ids are in it because a claim stored, corrected or retracted since
+    changes what the model was told. The session's tail is not, as in the proxy's bounded mode:
+    it grows with every turn, so keying on it would make the repeat of a question in its own
+    session never repeat; `--refresh` asks again where the conversation has moved on.
+    """
+    section = await working_state_section(
+        store, turn.owner, turn.agent or DEFAULT_AGENT, now=turn.now
+    )
+    return content_hash(
+        {
+            "ask": {
+                "model": model,
+                "question": turn.text,
+                "session": turn.session,
+                "agent": turn.agent or DEFAULT_AGENT,
+                "repository": turn.repository,
+                "revision": turn.revision,
+                "budget": budget,
+            },
+            "recalled_claims": working_set.recalled_claim_ids,
+            "working_state": section,
+        }
+    )
+
+
 async def ensure_mouth(
     store: StaffStore,
     turn: Turn,
@@ -47,9 +142,12 @@ async def ensure_mouth(
     model: str | None = None,
     budget: int = DEFAULT_BUDGET,
     raise_on_error: bool = False,
+    cache: CachePolicy | None = None,
 ) -> TurnResult:
     """Answer one turn: from a claim when one answers it, else by one call of `chat`.
 
+    With `cache` (and a `model`, which is part of what makes a repeat exact), an exact repeat
+    of a paid turn is answered from its kept answer first, and a finished paid answer is kept.
     On a failed call the result has answer None and a receipt with the error status; with
     `raise_on_error` a TurnFailed carrying that result is raised instead.
     """
@@ -85,7 +183,43 @@ async def ensure_mouth(
         if turn.session is not None
         else None
     )
-    decision = await query_first(store, turn)
+    # Without a model name nothing is kept or served: a repeat could not tell which model
+    # answered, and another model's answer is not an exact repeat.
+    keyed = cache is not None and model is not None and (cache.serve or cache.keep)
+    working_set = await build_working_set(store, turn, budget) if keyed else None
+    key = None
+    if keyed:
+        assert model is not None and working_set is not None
+        key = await repeat_key(store, turn, model, budget, working_set)
+    if cache is not None and not cache.serve:
+        decision = Decision(outcome="miss", reason="no_cache")
+    else:
+        # The exact repeat first, as the proxy does: it is certain where the gate judges, it
+        # is the answer this owner already paid for and was given, and it costs one lookup by
+        # primary key. A claim stored since then does not lose to it: the claims the prompt
+        # recalls are in the key, so the repeat misses and the gate below serves the claim.
+        kept = None
+        if key is not None and cache is not None:
+            kept = await store.kept_answer(
+                turn.owner, ASK_NAMESPACE, key, max_age=cache.max_age, now=turn.now
+            )
+        if kept is not None and not same_period(turn.text, kept.created_at, started):
+            kept = None  # "what failed today?" kept yesterday answers another day's question
+        if kept is not None:
+            decision = Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
+            receipt = finish(
+                outcome="hit", reason="exact_repeat", status="hit", model=None,
+                inference_avoided=True, inference_attempted=False, session_id=session_id,
+                answer=kept.answer,
+            )  # fmt: skip
+            await _record(store, receipt, session_id, turn, kept.answer)
+            kept_from = KeptFrom(
+                receipt_id=kept.receipt_id, model=kept.model, kept_at=kept.created_at
+            )
+            return TurnResult(
+                answer=kept.answer, decision=decision, receipt=receipt, kept_from=kept_from
+            )
+        decision = await query_first(store, turn)
     if decision.hit:
         assert decision.answer is not None
         receipt = finish(
@@ -96,7 +230,8 @@ async def ensure_mouth(
         await _record(store, receipt, session_id, turn, decision.answer)
         return TurnResult(answer=decision.answer, decision=decision, receipt=receipt)
 
-    working_set = await build_working_set(store, turn, budget)
+    if working_set is None:
+        working_set = await build_working_set(store, turn, budget)
     try:
         reply = await chat(list(working_set.messages))
     except UpstreamError as error:
@@ -126,10 +261,31 @@ async def ensure_mouth(
         cost_usd=reply.cost_usd, inference_avoided=False, inference_attempted=True,
         session_id=session_id, answer=reply.text,
     )  # fmt: skip
-    await _record(store, receipt, session_id, turn, reply.text)
+    if key is not None and cache is not None and cache.keep and _finished(reply):
+        kept_answer = KeptAnswer(
+            owner=turn.owner, namespace=ASK_NAMESPACE, request_hash=key, receipt_id=receipt.id,
+            model=receipt.model, answer=reply.text, created_at=started,
+            expires_at=started + timedelta(seconds=cache.ttl) if cache.ttl is not None else None,
+        )  # fmt: skip
+        # The receipt, the session's messages and the kept answer in one transaction: a kept
+        # answer never exists without the receipt of the call that paid for it.
+        messages: list[tuple[Role, str]] = (
+            [("user", turn.text), ("assistant", reply.text)] if session_id is not None else []
+        )
+        await store.record_turns(
+            [TurnRecord(receipt, session_id, messages, kept_answer)], now=turn.now
+        )
+    else:
+        await _record(store, receipt, session_id, turn, reply.text)
     return TurnResult(
         answer=reply.text, decision=decision, receipt=receipt, working_set=working_set
     )
+
+
+def _finished(reply: ChatReply) -> bool:
+    """Whether an answer may be kept: whole text that ended by itself (finish reason "stop"),
+    as the proxy keeps; an answer cut at its length limit is not the answer to repeat."""
+    return bool(reply.text) and reply.finish_reason == "stop"
 
 
 async def _record(
@@ -142,4 +298,13 @@ async def _record(
     await store.add_receipt(receipt)
 
 
-__all__ = ["ChatFn", "TurnFailed", "ensure_mouth", "new_receipt_id"]
+__all__ = [
+    "ASK_NAMESPACE",
+    "MAX_KEEP_SECONDS",
+    "CachePolicy",
+    "ChatFn",
+    "TurnFailed",
+    "ensure_mouth",
+    "new_receipt_id",
+    "repeat_key",
+]

@@ -21,7 +21,7 @@ import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -36,7 +36,7 @@ from ..config import DB_ENV, DEFAULTS, default_db_path
 from ..errors import ImportFileError, InputError, StaffstoreError
 from ..gate import query_first
 from ..models import Decision, Turn, TurnResult
-from ..mouth import ensure_mouth
+from ..mouth import MAX_KEEP_SECONDS, CachePolicy, ensure_mouth
 from ..settings import UserSettings, load_settings
 from ..store import StaffStore
 from ..store.importer import parse_json_object, validation_message
@@ -461,10 +461,46 @@ def query(
 # -- ask: a whole turn, the model called only on a miss ----------------------------------------
 
 
+def answer_source(result: TurnResult, now: datetime) -> str:
+    """One line saying where an answer came from: a claim, a kept answer, or the model."""
+    receipt, decision, kept = result.receipt, result.decision, result.kept_from
+    if kept is not None:
+        return (
+            f"from a kept answer (receipt {kept.receipt_id}, {_ago(kept.kept_at, now)}; "
+            "no model call)"
+        )
+    if decision.hit:
+        how = (
+            decision.reason
+            if decision.score is None
+            else (f"{decision.reason}, score {decision.score:.2f}")
+        )
+        return f"from claim {decision.claim_id} ({how}; no model call)"
+    tokens = (
+        None
+        if receipt.prompt_tokens is None or receipt.completion_tokens is None
+        else receipt.prompt_tokens + receipt.completion_tokens
+    )
+    cost = "cost unknown" if receipt.cost_usd is None else f"${receipt.cost_usd:.4f}"
+    used = "tokens unknown" if tokens is None else f"{tokens} tokens"
+    return f"from the model {receipt.model or 'unknown'} ({used}, {cost})"
+
+
+def _ago(moment: datetime, now: datetime) -> str:
+    seconds = max((now - moment).total_seconds(), 0.0)
+    for size, unit in ((86_400, "d"), (3_600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return f"{int(seconds)} s ago"
+
+
 def _result_json(result: TurnResult) -> dict[str, Any]:
     working_set = result.working_set
+    kept = result.kept_from
     return {
         **_decision_json(result.decision),
+        "source": result.source,
+        "kept_from": None if kept is None else kept.model_dump(mode="json"),
         "answer": result.answer,
         "status": result.receipt.status,
         "error": result.receipt.error,
@@ -520,12 +556,56 @@ def ask(
     max_retries: Annotated[
         int, typer.Option("--max-retries", min=0, help="Retries on 429, 5xx or no connection.")
     ] = 2,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Ask the model even for a repeat or a question a claim answers, and keep the "
+            "new answer (the proxy's no-cache).",
+        ),
+    ] = False,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither serve from the store nor keep the answer: a plain model call "
+            "(the proxy's no-cache and no-store; the receipt is written as always).",
+        ),
+    ] = False,
+    ttl: Annotated[
+        float | None,
+        typer.Option(
+            "--ttl",
+            min=0,
+            max=MAX_KEEP_SECONDS,
+            help="Seconds the kept answer may serve repeats (default: until replaced).",
+        ),
+    ] = None,
+    max_age: Annotated[
+        float | None,
+        typer.Option(
+            "--max-age",
+            min=0,
+            max=MAX_KEEP_SECONDS,
+            help="Serve a repeat only from an answer kept at most this many seconds ago.",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Do not say on standard error where the answer came from."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Answer a question: from a stored claim when one answers it, else by asking the model.
+    """Answer a question: from a kept answer to the same question, else from a stored claim,
+    else by asking the model.
 
-    The model is asked only on a miss, with the key in $OPENROUTER_API_KEY. Every turn writes
-    a receipt, failed ones included (see `staffstore receipts`).
+    The model is asked only on a miss, with the key in $OPENROUTER_API_KEY; its answer is kept,
+    so the exact same question (same owner, model, session, agent, repository, revision and
+    working state) is answered again without a call. Standard output is the answer alone;
+    standard error says where it came from. Every turn writes a receipt, failed ones included
+    (see `staffstore receipts`).
     """
 
     settings = settings_of(ctx)
@@ -554,14 +634,17 @@ def ask(
                 max_retries=max_retries,
             ) as chat,
         ):
-            return await ensure_mouth(store, turn, chat, model=model, budget=budget)
+            return await ensure_mouth(store, turn, chat, model=model, budget=budget, cache=cache)
 
+    cache = CachePolicy.from_flags(refresh=refresh, no_cache=no_cache, ttl=ttl, max_age=max_age)
     result = run(work())
     receipt = result.receipt
     if as_json:
         print_json(_result_json(result))
     elif result.answer is not None:
         typer.echo(result.answer)
+        if not quiet:
+            typer.echo(answer_source(result, datetime.now(UTC)), err=True)
     if result.answer is None:
         if receipt.status == "rejected":
             fail(f"{receipt.error} (receipt {receipt.id})")

@@ -50,7 +50,7 @@ from .rows import (
     row_to_receipt,
 )
 from .state_tables import AsyncStateTables
-from .sync_store import SyncStore, TurnRecord
+from .sync_store import KeptAnswer, SyncStore, TurnRecord
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The matcher without its cache, for the questions of stored claims: each is normalised once
@@ -516,11 +516,26 @@ class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
             raise NotFoundError(f"receipt {receipt_id!r} was not found for owner {owner!r}")
         return row_to_receipt(row)
 
-    # -- the HTTP proxy's turns (see SyncStore for their kept answers) ------------------------
+    # -- turns and kept answers (the proxy's and ensure_mouth's; see SyncStore) ------------------
 
     async def owner_text_bytes(self, owner: str) -> int:
         """The bytes of text the store holds for `owner` (see SyncStore.owner_text_bytes)."""
         return await self.run_sync(lambda sync: sync.owner_text_bytes(owner))
+
+    async def kept_answer(
+        self,
+        owner: str,
+        namespace: str,
+        request_hash: str,
+        *,
+        max_age: float | None = None,
+        now: datetime | None = None,
+    ) -> KeptAnswer | None:
+        """The owner's unexpired kept answer to this request, no older than `max_age` seconds
+        (see SyncStore.kept_answer); the proxy and `ensure_mouth` share the table."""
+        return await self.run_sync(
+            lambda sync: sync.kept_answer(owner, namespace, request_hash, max_age=max_age, now=now)
+        )
 
     async def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """ensure_session in one statement, for the proxy's hot path: create-or-get the id."""
