@@ -6,7 +6,9 @@ a fixed chat.completion (the floor: the same uvicorn and Starlette, no store). A
 HTTP/1.1 keep-alive client times, for ours and the bare app alike: sequential hit latency (p50,
 p99) and hits per second with 50 concurrent connections. Misses are timed through the proxy
 and directly against the fake upstream, interleaved, with a fresh question each time.
-Results go to ledgers/bench-proxy.json. Run: `.venv/bin/python benchmarks/bench_proxy.py`.
+Results go to ledgers/bench-proxy.json (`--out` elsewhere). Run: `.venv/bin/python
+benchmarks/bench_proxy.py`; `--access-log text|json` measures the proxy with its access log on,
+written to a file beside the benchmark's database.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def serve_fake(ready: Any) -> None:
     _uvicorn(fake._asgi, ready, interface="asgi3", lifespan="off")
 
 
-def serve_proxy(ready: Any, db: str, upstream_url: str) -> None:
+def serve_proxy(ready: Any, db: str, upstream_url: str, access_log: str) -> None:
     from staffstore.proxy.app import create_app
     from staffstore.proxy.config import OwnerKey, ServeConfig, hash_key
 
@@ -70,6 +72,10 @@ def serve_proxy(ready: Any, db: str, upstream_url: str) -> None:
         upstream_key=UPSTREAM_KEY,
         keys={hash_key(CLIENT_KEY): OwnerKey("bench")},
         upstream_retries=0,
+        # The access log, when measured, goes to a file beside the database, as in production.
+        access_log=access_log != "off",
+        access_log_format="json" if access_log == "json" else "text",
+        access_log_file=Path(db).with_name("access.log"),
     )
     _uvicorn(create_app(config), ready)
 
@@ -268,7 +274,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     db = workdir / "bench.db"
     questions = await _seed(db)
     fake, fake_port = _start(serve_fake)
-    proxy, proxy_port = _start(serve_proxy, str(db), f"http://127.0.0.1:{fake_port}/api/v1")
+    upstream_url = f"http://127.0.0.1:{fake_port}/api/v1"
+    proxy, proxy_port = _start(serve_proxy, str(db), upstream_url, args.access_log)
     bare, bare_port = _start(serve_bare)
     try:
         claim_hits = [_ask(q.lower().rstrip("?")) for q in questions]
@@ -328,6 +335,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "concurrent_clients": args.clients,
             "throughput_seconds": args.seconds,
             "client": "raw HTTP/1.1 keep-alive over asyncio streams, one process",
+            "access_log": args.access_log,
             "note": "client, proxy, fake upstream and bare app share the machine's cores",
         },
         "hit_claim": claim,
@@ -365,6 +373,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="throughput run length")
     parser.add_argument("--misses", type=int, default=300, help="miss pairs to time")
     parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-proxy.json")
+    parser.add_argument(
+        "--access-log",
+        choices=("off", "text", "json"),
+        default="off",
+        help="the proxy's access log, to a file (off, as `staffstore serve` by default)",
+    )
     args = parser.parse_args()
     result = asyncio.run(run(args))
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

@@ -73,6 +73,23 @@ def serve(
         int | None, typer.Option(help="Retries on upstream 429 and 5xx.")
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="uvicorn's log level.")] = None,
+    access_log: Annotated[
+        bool | None,
+        typer.Option(
+            "--access-log/--no-access-log",
+            help="One line per HTTP request (time, client, method, path without its query, "
+            "status, ms, owner, the gate's outcome and reason); never a key, header or body. "
+            "Off by default: a line a request costs I/O (see the README's figures).",
+        ),
+    ] = None,
+    access_log_format: Annotated[
+        str | None,
+        typer.Option(help="text (default), or json: one JSON object a line, for log shippers."),
+    ] = None,
+    access_log_file: Annotated[
+        Path | None,
+        typer.Option(help="Write the access log to this file (turns it on); default: stderr."),
+    ] = None,
     metrics_key: Annotated[
         str | None,
         typer.Option(
@@ -109,6 +126,9 @@ def serve(
             timeout=timeout,
             upstream_retries=upstream_retries,
             log_level=log_level,
+            access_log=access_log,
+            access_log_format=access_log_format,
+            access_log_file=access_log_file,
             metrics_key=metrics_key,
             default_model=default_model or (shared.model if "model" in given else None),
         )

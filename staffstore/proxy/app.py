@@ -12,7 +12,10 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     POST /v1/staffstore/jobs/dispatch, GET /v1/staffstore/jobs/{id}  jobs (see jobs.py)
     GET  /healthz               liveness
     GET  /metrics               Prometheus text format (needs the metrics key)
+    GET  /openapi.json          the OpenAPI 3.1 document of these routes (openapi.py), no key
     .../v1/staffstore/state/... and /v1/staffstore/agent-state...: see state_routes.py
+
+With `access_log` on, access_log.py writes one line per request (owner, never key).
 
 A bounded working set carries the agent's working state (`staffstore.agent` in the body or
 X-Staffstore-Agent; the default agent otherwise), so its kept answers are kept per working
@@ -29,20 +32,21 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 import httpx
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import __version__
 from ..errors import (
     InputError,
     MissingApiKeyError,
@@ -66,9 +70,12 @@ from ..store.promote import promote_receipt
 from ..store.sync_store import KeptAnswer, SyncStore, TurnRecord
 from ..upstream import OpenRouter, shown_url, url_password
 from ..working_set import DEFAULT_SYSTEM, build_working_set
+from .access_log import OWNER_SCOPE_KEY, AccessLog, AccessLogWriter
+from .bodies import PromoteBody
 from .config import ServeConfig, WorkingSetMode, hash_key
 from .jobs import JobEndpoints
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
+from .openapi import openapi_document
 from .state_routes import StateRoutes
 from .stream import RelayedEvents, RelayResponse, StreamResult
 from .wire import (
@@ -110,7 +117,7 @@ RECEIPT_TEXT_LIMIT = 64 * 1024
 _CHAT_ROUTE = "/v1/chat/completions"
 _ROUTES = (
     _CHAT_ROUTE, "/v1/models", "/v1/staffstore/ledger", "/v1/staffstore/claims",
-    "/v1/staffstore/jobs/dispatch", "/healthz", "/metrics",
+    "/v1/staffstore/jobs/dispatch", "/healthz", "/metrics", "/openapi.json",
 )  # fmt: skip
 
 
@@ -162,22 +169,6 @@ class _Turn:
         if self.chat is None or self.chat.turn is None or not self.keeps_text:
             return []
         return [("user", self.chat.turn), ("assistant", answer)]
-
-
-class _ClaimBody(BaseModel):
-    """POST /v1/staffstore/claims with a receipt id: the paid answer to promote, tidied up."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    receipt_id: str
-    owner: str | None = None
-    question: str | None = None
-    answer: str | None = None
-    agent: str | None = None
-    repository: str | None = None
-    revision: str | None = None
-    profile: str | None = None
-    expires_at: datetime | None = None
 
 
 class Proxy:
@@ -324,12 +315,16 @@ class Proxy:
         if self.config.trusted:
             named = (request.headers.get(H_OWNER) or "").strip()
             owner = named or (entry.owner if entry else self.config.default_owner)
-            return Caller(owner, admin=True)
-        if entry is None:
+            caller = Caller(owner, admin=True)
+        elif entry is None:
             # Never echo the key: name what is wrong, not what was sent.
             message = "unknown API key" if key else "no API key (send Authorization: Bearer KEY)"
             raise WireError(401, message, error_type="authentication_error", code="invalid_api_key")
-        return Caller(entry.owner, entry.admin)
+        else:
+            caller = Caller(entry.owner, entry.admin)
+        # For the access log, which names the owner, never the key.
+        request.scope[OWNER_SCOPE_KEY] = caller.owner
+        return caller
 
     async def read_body(self, request: Request) -> bytes:
         """The request body, or WireError 413 as soon as it passes `max_body_bytes`, or 408
@@ -638,7 +633,7 @@ class Proxy:
         owner = caller.owner
         try:
             if "receipt_id" in given:
-                body = _ClaimBody.model_validate(given)
+                body = PromoteBody.model_validate(given)
                 fields = body.model_dump(exclude={"receipt_id", "owner"})
                 claim = await self.writer.run(
                     lambda: promote_receipt(self.store, owner, body.receipt_id, **fields)
@@ -820,6 +815,11 @@ def create_app(
 ) -> Starlette:
     """The proxy as an ASGI application; `transport` replaces the network to the upstream."""
     proxy = Proxy(config, transport=transport, metrics=metrics)
+    access_log = (
+        AccessLogWriter(log_format=config.access_log_format, path=config.access_log_file)
+        if config.access_log
+        else None
+    )
     jobs = JobEndpoints(config, lambda request: proxy.authenticate(request).owner, proxy.read_body)
     app = Starlette(
         routes=[
@@ -831,6 +831,8 @@ def create_app(
             Route("/v1/staffstore/jobs/{job_id}", jobs.show, methods=["GET"]),
             Route("/healthz", proxy.healthz, methods=["GET"]),
             Route("/metrics", proxy.metrics_text, methods=["GET"]),
+            # No key: the document describes shapes only, and holds no tenant's data.
+            Route("/openapi.json", _openapi, methods=["GET"]),
             *StateRoutes(
                 proxy,
                 scope_key=config.state_key,
@@ -842,8 +844,32 @@ def create_app(
             HTTPException: proxy.on_http_error,
             Exception: proxy.on_crash,
         },
-        lifespan=proxy.lifespan,
+        lifespan=proxy.lifespan if access_log is None else _logged(proxy, access_log),
     )
     app.state.proxy = proxy
     app.add_middleware(RequestTiming, metrics=proxy.metrics, chat_route=_CHAT_ROUTE, routes=_ROUTES)
+    if access_log is not None:
+        # Added last, so outermost: its duration is the client's, middleware included.
+        app.add_middleware(AccessLog, writer=access_log)
     return app
+
+
+async def _openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document(__version__))
+
+
+def _logged(
+    proxy: Proxy, writer: AccessLogWriter
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The proxy's lifespan with the access log's writer thread started first, stopped last."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        writer.start()
+        try:
+            async with proxy.lifespan(app):
+                yield
+        finally:
+            writer.stop()
+
+    return lifespan

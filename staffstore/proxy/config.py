@@ -23,7 +23,9 @@ A config file (every setting optional; flags win over it):
     upstream_retries = 2
     models_ttl = 60.0                         # seconds GET /v1/models is kept
     log_level = "info"
-    access_log = false
+    access_log = false                        # true: one line per request (see access_log.py)
+    access_log_format = "text"                # or "json": one JSON object a line
+    access_log_file = "access.log"            # relative to this file (default: stderr)
     # GET /metrics needs this key, else it is off (or metrics_key, or STAFFSTORE_METRICS_KEY)
     metrics_key_sha256 = "f20242b8c9d7b41b4761b25fbd6e1bb8c620a45c9b67e87d399ba6e710d4565b"
     body_timeout = 30.0                       # seconds to send a whole request body (408)
@@ -72,6 +74,8 @@ from ..working_set import DEFAULT_BUDGET
 
 WorkingSetMode = Literal["forward", "bounded"]
 WORKING_SET_MODES: tuple[WorkingSetMode, ...] = ("forward", "bounded")
+AccessLogFormat = Literal["text", "json"]
+ACCESS_LOG_FORMATS: tuple[AccessLogFormat, ...] = ("text", "json")
 
 _HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _HASH_PREFIX = "sha256:"
@@ -112,7 +116,11 @@ class ServeConfig:
     #: How long a fetched GET /v1/models answer is served again, in seconds.
     models_ttl: float = 60.0
     log_level: str = "info"
+    #: One line per HTTP request (access_log.py); off by default: it costs a write a request.
     access_log: bool = False
+    access_log_format: AccessLogFormat = "text"
+    #: Where the access log goes; None: standard error.
+    access_log_file: Path | None = None
     #: The SHA-256 of the key GET /metrics needs; None turns /metrics off.
     metrics_key_sha256: str | None = field(default=None, repr=False)
     #: Seconds a client has to send its whole request body (408 after).
@@ -156,6 +164,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "trusted": bool, "default_owner": str, "working_set": str, "budget": int,
     "max_body_bytes": int, "timeout": (int, float), "upstream_retries": int,
     "models_ttl": (int, float), "log_level": str, "access_log": bool, "owners": list,
+    "access_log_format": str, "access_log_file": str,
     "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
     "jobs": dict,
@@ -260,6 +269,8 @@ def build_config(
     models_ttl: float | None = None,
     log_level: str | None = None,
     access_log: bool | None = None,
+    access_log_format: str | None = None,
+    access_log_file: Path | None = None,
     metrics_key: str | None = None,
     body_timeout: float | None = None,
     lock_timeout: float | None = None,
@@ -292,6 +303,16 @@ def build_config(
     mode = pick(working_set, "working_set", DEFAULTS.working_set)
     if mode not in WORKING_SET_MODES:
         raise InputError(f"working_set must be one of {', '.join(WORKING_SET_MODES)}")
+    log_format = pick(access_log_format, "access_log_format", DEFAULTS.access_log_format)
+    if log_format not in ACCESS_LOG_FORMATS:
+        raise InputError(f"access_log_format must be one of {', '.join(ACCESS_LOG_FORMATS)}")
+    log_file = access_log_file
+    if log_file is None and "access_log_file" in table:
+        log_file = Path(table["access_log_file"]).expanduser()
+        if not log_file.is_absolute() and config_file is not None:
+            log_file = config_file.expanduser().parent / log_file
+    # Naming a file asks for the log; an explicit access_log = false still turns it off.
+    log_on = pick(access_log, "access_log", log_file is not None)
     config = ServeConfig(
         db_path=db_path if db_path is not None else default_db_path(env),
         host=pick(host, "host", DEFAULTS.host),
@@ -310,7 +331,9 @@ def build_config(
         upstream_retries=pick(upstream_retries, "upstream_retries", DEFAULTS.upstream_retries),
         models_ttl=float(pick(models_ttl, "models_ttl", DEFAULTS.models_ttl)),
         log_level=pick(log_level, "log_level", DEFAULTS.log_level),
-        access_log=pick(access_log, "access_log", DEFAULTS.access_log),
+        access_log=log_on,
+        access_log_format=cast(AccessLogFormat, log_format),
+        access_log_file=log_file,
         metrics_key_sha256=_metrics_digest(metrics_key, table, env),
         state_key=_state_key(table, env),
         handoff_max_bytes=table.get("handoff_max_bytes", DEFAULTS.handoff_max_bytes),

@@ -27,10 +27,10 @@ from .config import ServeConfig
 from .wire import WireError, read_json
 
 #: Fields of a job the proxy does not show a tenant: the operator's command line and paths.
-_PRIVATE = {"command", "handle", "runner"}
+PRIVATE_JOB_FIELDS = frozenset({"command", "handle", "runner"})
 
 
-class _DispatchBody(BaseModel):
+class DispatchBody(BaseModel):
     """POST /v1/staffstore/jobs/dispatch: a JobRequest naming an operator's command."""
 
     model_config = ConfigDict(extra="forbid")
@@ -51,7 +51,10 @@ class _DispatchBody(BaseModel):
 
 
 def job_json(job: Job) -> dict[str, Any]:
-    return {"object": "staffstore.job", **job.model_dump(mode="json", exclude=_PRIVATE)}
+    return {
+        "object": "staffstore.job",
+        **job.model_dump(mode="json", exclude=set(PRIVATE_JOB_FIELDS)),
+    }
 
 
 def _dispatch_json(dispatch: Dispatch) -> dict[str, Any]:
@@ -104,7 +107,7 @@ class JobEndpoints:
         if not isinstance(given, dict):
             raise WireError(400, "the request body must be a JSON object", code="invalid_json")
         try:
-            body = _DispatchBody.model_validate(given)
+            body = DispatchBody.model_validate(given)
         except ValidationError as error:
             raise _invalid(error) from None
         if body.owner not in (None, owner):

@@ -34,7 +34,9 @@ def run_server(config: ServeConfig) -> None:
             port=config.port,
             lifespan="on",
             log_level=config.log_level,
-            access_log=config.access_log,
+            # uvicorn's access line carries the query string, where a client may have put a
+            # token: the app writes its own (access_log.py) when config.access_log asks.
+            access_log=False,
             timeout_graceful_shutdown=5,
         )
     )

@@ -66,7 +66,7 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class _Set(_Body):
+class SetKeyBody(_Body):
     key: str
     value: str
     reason: str
@@ -75,13 +75,13 @@ class _Set(_Body):
     by: str | None = None
 
 
-class _Clear(_Body):
+class ClearKeyBody(_Body):
     key: str
     reason: str
     by: str | None = None
 
 
-class _Handoff(_Body):
+class HandoffBody(_Body):
     note: str | None = None
     status: str | None = None
     next_steps: str | None = None
@@ -90,7 +90,7 @@ class _Handoff(_Body):
     by: str | None = None
 
 
-class _Put(_Body):
+class AgentStatePutBody(_Body):
     agent: str
     scope: Scope
     body: dict[str, Any]
@@ -99,17 +99,17 @@ class _Put(_Body):
     subject: str | None = None
 
 
-class _Read(_Body):
+class AgentStateReadBody(_Body):
     agent: str
     scope: Scope
     mask_pii: bool = False
 
 
-class _Subject(_Body):
+class SubjectBody(_Body):
     subject: str
 
 
-class _Erase(_Body):
+class EraseBody(_Body):
     subject: str | None = None
     scope: Scope | None = None
 
@@ -192,7 +192,7 @@ class StateRoutes:
 
     async def set_key(self, request: Request) -> Response:
         state = self._working(request)
-        given = await self._body(request, _Set)
+        given = await self._body(request, SetKeyBody)
         written: StateWrite = await self._write(
             lambda: state.set(
                 given.key, given.value, given.reason, ttl_hours=given.ttl_hours,
@@ -203,7 +203,7 @@ class StateRoutes:
 
     async def clear_key(self, request: Request) -> Response:
         state = self._working(request)
-        given = await self._body(request, _Clear)
+        given = await self._body(request, ClearKeyBody)
         written: StateWrite = await self._write(
             lambda: state.clear(given.key, given.reason, by=given.by)
         )
@@ -211,7 +211,7 @@ class StateRoutes:
 
     async def handoff(self, request: Request) -> Response:
         state = self._working(request)
-        given = await self._body(request, _Handoff)
+        given = await self._body(request, HandoffBody)
         stored = await self._write(
             lambda: state.handoff(
                 given.note, status=given.status, next_steps=given.next_steps,
@@ -247,7 +247,7 @@ class StateRoutes:
 
     async def put(self, request: Request) -> Response:
         states = self._agent_states(request)
-        given = await self._body(request, _Put)
+        given = await self._body(request, AgentStatePutBody)
         written = await self._write(
             lambda: states.put(
                 given.agent, given.scope, given.body, mode=given.mode,
@@ -263,7 +263,7 @@ class StateRoutes:
 
     async def read(self, request: Request) -> Response:
         states = self._agent_states(request)
-        given = await self._body(request, _Read)
+        given = await self._body(request, AgentStateReadBody)
         state = await _acall(lambda: states.read(given.agent, given.scope, mask_pii=given.mask_pii))
         return JSONResponse({"object": "staffstore.agent_state", **state.model_dump(mode="json")})
 
@@ -277,12 +277,12 @@ class StateRoutes:
 
     async def export(self, request: Request) -> Response:
         states = self._agent_states(request)
-        given = await self._body(request, _Subject)
+        given = await self._body(request, SubjectBody)
         return JSONResponse(await _acall(lambda: states.export(given.subject)))
 
     async def erase(self, request: Request) -> Response:
         states = self._agent_states(request)
-        given = await self._body(request, _Erase)
+        given = await self._body(request, EraseBody)
         proof = await self._write(lambda: states.erase(subject=given.subject, scope=given.scope))
         return JSONResponse(
             {"object": "staffstore.agent_state_erasure", **proof.model_dump(mode="json")}
