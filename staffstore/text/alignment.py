@@ -26,7 +26,7 @@ import numpy as np
 
 from .lexicon import canonical
 from .similarity import similarity, text_cosine
-from .slots import FOCUS, YES_NO, names
+from .slots import FOCUS, YES_NO, names, split_lead
 from .words import FUNCTION_WORDS, MONTHS, Word, content_words, weight, words
 
 Filler = dict[str, float]
@@ -42,7 +42,13 @@ SUBSTITUTE = 0.4
 FEATURES = (
     "cov_q", "cov_c", "min_cov", "unal_q", "unal_c", "max_unal", "sent", "jacc", "order",
     "len_gap", "n_unal_q", "n_unal_c", "min_unal", "context_kept", "shared_mass", "ids_shared",
+    "lead_unal", "beside_unal",
 )  # fmt: skip
+# Where a word stands, which decides how much leaving it out says: in the question itself
+# ("core"), in a lead-in before it ("for the postmortem: ..."), or beside an identifier, where a
+# common noun names the kind of thing the identifier already names ("the finance.invoices
+# table", "fraud model v14"). The score weighs what each place leaves unaligned separately.
+Role = str
 
 _CALENDAR_WORDS = frozenset(MONTHS) | frozenset(
     "monday tuesday wednesday thursday friday saturday sunday".split()
@@ -88,17 +94,43 @@ class Alignment:
     turn_best: list[float]
     stored_best: list[float]
     turn_match: list[int]  # index of the stored word each turn word is closest to
+    turn_roles: list[Role]
+    stored_roles: list[Role]
+
+
+@lru_cache(maxsize=65_536)
+def _places(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The keys of the words in a lead-in (and not in the question after it), and of the plain
+    words right beside an identifier."""
+    lead, question = split_lead(text)
+    in_question = {w.key for w in content_words(question)} if lead else set()
+    lead_keys = frozenset(w.key for w in content_words(lead) if w.key not in in_question)
+    content = content_words(text)
+    beside = frozenset(
+        w.key
+        for i, w in enumerate(content)
+        if w.kind == "word"
+        and any(0 <= j < len(content) and content[j].kind == "id" for j in (i - 1, i + 1))
+    )
+    return lead_keys, beside
+
+
+def _roles(side: list[Word], text: str) -> list[Role]:
+    lead, beside = _places(text)
+    return ["lead" if w.key in lead else "beside" if w.key in beside else "core" for w in side]
 
 
 def align(asked: str, stored: str) -> Alignment:
     q0, c0 = subject_words(asked), subject_words(stored)
     q, c = _spelled_out(q0, c0), _spelled_out(c0, q0)
+    roles_q, roles_c = _roles(q, asked), _roles(c, stored)
     if not q or not c:
-        return Alignment(q, c, [0.0] * len(q), [0.0] * len(c), [-1] * len(q))
+        return Alignment(q, c, [0.0] * len(q), [0.0] * len(c), [-1] * len(q), roles_q, roles_c)
     sims = np.array([[similarity(x, y) for y in c] for x in q])
     return Alignment(
-        q, c, list(sims.max(axis=1)), list(sims.max(axis=0)), [int(i) for i in sims.argmax(axis=1)]
-    )
+        q, c, list(sims.max(axis=1)), list(sims.max(axis=0)),
+        [int(i) for i in sims.argmax(axis=1)], roles_q, roles_c,
+    )  # fmt: skip
 
 
 def _light(word: Word, filler: Filler) -> float:
@@ -124,8 +156,22 @@ def substitution(a: Alignment, filler: Filler) -> Substitution:
     def weighty(word: Word) -> bool:
         return filler.get(word.key, 1.0) >= HEAVY
 
-    asked = [w for w, s in zip(a.turn, a.turn_best, strict=True) if s < ALIGNED and weighty(w)]
-    stored = [w for w, s in zip(a.stored, a.stored_best, strict=True) if s < ALIGNED and weighty(w)]
+    def left_over(side: list[Word], best: list[float], roles: list[Role]) -> list[tuple[Word, Role]]:
+        return [
+            (w, r)
+            for w, s, r in zip(side, best, roles, strict=True)
+            if s < ALIGNED and weighty(w) and r != "lead"
+        ]
+
+    asked_all = left_over(a.turn, a.turn_best, a.turn_roles)
+    stored_all = left_over(a.stored, a.stored_best, a.stored_roles)
+    # A kind-noun beside an identifier is swapped only when both sides name one ("the
+    # orders_daily table" / "the orders_daily dashboard"); one side's alone adds nothing.
+    both_beside = any(r == "beside" for _w, r in asked_all) and any(
+        r == "beside" for _w, r in stored_all
+    )
+    asked = [w for w, r in asked_all if r == "core" or both_beside]
+    stored = [w for w, r in stored_all if r == "core" or both_beside]
     closest = max((similarity(x, y) for x in asked for y in stored), default=1.0)
     return Substitution([w.surface for w in asked], [w.surface for w in stored], closest)
 
@@ -196,8 +242,19 @@ def _context_kept(asked: str, stored: str) -> float:
 def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[float]:
     """The measures the gate's score is a function of, in the order of `FEATURES`."""
     q, c = a.turn, a.stored
-    wq = [_light(w, filler) for w in q]
-    wc = [_light(w, filler) for w in c]
+    # The core measures weigh only the words of the question itself; what a lead-in or a kind-
+    # noun beside an identifier leaves unaligned is measured apart (the last two features).
+    wq = [_light(w, filler) * (r == "core") for w, r in zip(q, a.turn_roles, strict=True)]
+    wc = [_light(w, filler) * (r == "core") for w, r in zip(c, a.stored_roles, strict=True)]
+    aside = {
+        role: sum(
+            _light(w, filler) * (1 - s)
+            for side, best, roles in ((q, a.turn_best, a.turn_roles), (c, a.stored_best, a.stored_roles))
+            for w, s, r in zip(side, best, roles, strict=True)
+            if r == role
+        )
+        for role in ("lead", "beside")
+    }
     cov_q = sum(w * s for w, s in zip(wq, a.turn_best, strict=True)) / (sum(wq) or 1.0)
     cov_c = sum(w * s for w, s in zip(wc, a.stored_best, strict=True)) / (sum(wc) or 1.0)
     unal_q = max((w * (1 - s) for w, s in zip(wq, a.turn_best, strict=True)), default=0.0)
@@ -228,4 +285,6 @@ def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[floa
         _context_kept(asked, stored),
         sum(weight(w) for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED),
         sum(1 for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED and w.kind == "id"),
+        aside["lead"],
+        aside["beside"],
     ]

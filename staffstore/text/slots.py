@@ -154,7 +154,8 @@ _AUX = r"(?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had
 _FOCUS_PATTERNS = [
     ("why", r"\bwhy\b|\bhow come\b|\bcaus(?:e|ed|es|ing)\b|\breasons?\b|\bbehind\b|"
             r"\bwent wrong\b|\bgoing wrong\b|\bprompted\b|\bwhat made\b|\bwhat is making\b|"
-            r"\bwhat's making\b|\bled to\b|\bexplanation\b|\bresponsible for\b"),
+            r"\bwhat's making\b|\bled to\b|\bexplanation\b|\bresponsible for\b|"
+            r"\bwhat grounds\b"),
     ("when", rf"\bwhen\s+{_AUX}\b|^when\b|\bwhat (?:time|date|day)\b|\bwhich (?:day|date)\b|"
              r"\bwhat hour\b|\bon what date\b"),
     ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\bwhich (?:team|person|engineer|people|owner|group)\b|"
@@ -168,7 +169,7 @@ _FOCUS_PATTERNS = [
                  r"\btotal (?:of|number)\b"),
     ("how_much", r"\bhow much\b|\bcost\b|\bprice\b|\bspend\b|\bbill\b"),
     ("how_to", r"\bhow (?:do|can|should|would|could|does) (?:i|we|you|one|someone)\b|\bhow to\b|"
-               r"\bsteps\b|\bprocess for\b|\bway to\b|\bprocedure\b|"
+               r"\bsteps\b|\bprocess for\b|\bthe process\b|\bway to\b|\bprocedure\b|"
                r"\bwhat (?:can|should|must|do|could) (?:i|we|you|one) do\b"),
     ("how", r"^how (?:is|are|was|were|does|do|did|will|would|has|have)\b(?! (?:i|we|you|one)\b)"),
     ("experience", r"\bwhat (?:is|was|'s) it like\b|\bhow does it feel\b"),
@@ -250,13 +251,88 @@ def names(text: str) -> frozenset[str]:
     )
 
 
+# -- where the question is ------------------------------------------------------------------
+# A turn often wraps its question: context before it ("for the postmortem: why did ...", "the
+# training config for X - where is it kept?") or an indirect form ("could you remind me when
+# ...", "do you know whether ..."). The kind of answer wanted is the question's own, so focus
+# reads the question inside. These are closed classes: separators, question openers, the
+# indirect-question markers of English.
+_WH_WORD = r"(?:who|whom|whose|when|where|why|what|whats|what's|which|how)"
+_QUESTION_OPENER = re.compile(
+    rf"^(?:(?:but|so|and|then|ok|okay|also)\s+)?(?:(?:on|in|at|for|by|from|to|of|with|within|"
+    rf"until|since|after|before|under)\s+)?(?:{_WH_WORD}|is|are|was|were|do|does|did|can|could|"
+    r"should|will|would|has|have|had|isn't|aren't|doesn't|didn't|hasn't|haven't|won't)\b"
+)
+# ":", ";", ",", a dash between spaces: where a lead-in ends and a question may start.
+_SEPARATOR = re.compile(r"\s*(?:[:;,]|\s[-\u2013\u2014]{1,2}(?=\s))\s+")
+# A lead-in that opens with one of these is a subordinate clause, not a question of its own:
+# "When X joins the feature store, which key does it use?" asks which key.
+_SUBORDINATE = re.compile(r"^(?:when|if|once|after|before|while|since|whenever|as)\b")
+_INDIRECT = re.compile(
+    r"^(?:(?:please|hey|hi|so|ok|okay)[,!]?\s+)*(?:(?:could|can|would|will)\s+(?:you|u|someone|"
+    r"anyone)(?:\s+please)?|do(?:es)?\s+(?:you|anyone|someone)\s+(?:know|remember|recall)|"
+    r"any idea|i\s+(?:was\s+)?wonder(?:ing)?|i'?d (?:like|love) to know|i want to know|"
+    r"(?:please\s+)?(?:tell|remind|show) me|let me know)\b"
+)
+_EMBEDDED = re.compile(rf"\b(?:{_WH_WORD}|whether|if)\b")
+# "which bug caused X", "what DAG is responsible for Y": asking for a thing, not a reason.
+_WHICH_CAUSED = re.compile(
+    r"\b((?:which|what)\s+(?!(?:exactly|really|actually|else|then|in|on)\b)[\w.-]+"
+    r"(?:\s+(?!(?:exactly|really|actually)\b)[\w.-]+){0,2}?)\s+(?:caused|causes|causing|"
+    r"(?:is|was|are|were)\s+responsible\s+for|led\s+to|leads\s+to)\b"
+)
+
+
+def split_lead(text: str) -> tuple[str, str]:
+    """(lead-in, question) when a separator sets a question apart from what comes before it
+    ("for the audit writeup, when did we ..."); ("", text) when no question follows one.
+
+    The last separator after which a question opens wins, so a lead-in may hold commas."""
+    low = " ".join(text.split())
+    for match in reversed(list(_SEPARATOR.finditer(low))):
+        lead, rest = low[: match.start()], low[match.end() :]
+        if not lead or not _QUESTION_OPENER.match(rest.lower()):
+            continue
+        # A lead-in that asks a question of its own ("why did it fail, and what fixed it")
+        # is not a lead-in: both are asked.
+        if re.search(rf"\b{_WH_WORD}\b", lead.lower()) and not _SUBORDINATE.match(lead.lower()):
+            return "", low
+        return lead, rest
+    return "", low
+
+
+def _asked_part(low: str) -> tuple[str, bool]:
+    """The part of a lower-cased question that says what is asked, and whether it was asked
+    indirectly ("could you tell me ...")."""
+    _lead, question = split_lead(low)
+    request = _INDIRECT.match(question)
+    if request is None:
+        return question, False
+    rest = question[request.end() :]
+    embedded = _EMBEDDED.search(rest)
+    return (rest[embedded.start() :] if embedded else rest).strip(), True
+
+
 def focus(text: str) -> frozenset[str]:
     """The kinds of answer a question asks for; {"what"} for a bare what/which question."""
     low = _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
-    found = frozenset(name for name, pattern in FOCUS if pattern.search(low))
-    if not found and re.search(r"\b(?:what|which|whats)\b", low):
+    asked, indirect = _asked_part(low)
+    asked = _WHICH_CAUSED.sub(r"\1 produced", asked)
+    found = frozenset(name for name, pattern in FOCUS if pattern.search(asked))
+    if found:
+        return found
+    if re.search(r"\b(?:what|which|whats)\b", asked):
         return frozenset({"what"})
-    if not found and YES_NO.search(" ".join(text.lower().split())):
+    if indirect:
+        # "could you explain how X is balanced": the embedded "how"; "could you tell me the
+        # TTL of X": a request for a thing; "can you tell me whether ...": yes or no.
+        if re.match(r"^how\b", asked):
+            return frozenset({"how"})
+        if re.match(r"^(?:whether|if|that)\b", asked) or re.search(r"\bconfirm\b", asked):
+            return frozenset({"yes_no"})
+        return frozenset({"what"})
+    question = re.sub(r"^(?:but|so|and|then|ok|okay|also)\s+", "", asked)
+    if YES_NO.search(" ".join(text.lower().split())) or YES_NO.search(question):
         return frozenset({"yes_no"})
     return found
 
