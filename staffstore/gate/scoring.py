@@ -22,7 +22,15 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from ..text.alignment import FEATURES, align, features, reordered, substitution, swapped
+from ..text.alignment import (
+    FEATURES,
+    align,
+    features,
+    reattached,
+    reordered,
+    substitution,
+    swapped,
+)
 from ..text.slots import differences
 
 #: The default error budget: at most one turn in a thousand served another question's answer.
@@ -109,7 +117,7 @@ class GateModel:
         if found:
             first = found[0]
             return Assessment(first.slot, first.asked, first.stored)
-        traded = swapped(asked, stored)
+        traded = swapped(asked, stored) or reattached(asked, stored)
         if traded:
             return Assessment("word_order", tuple(traded), tuple(traded))
         alignment = align(asked, stored)

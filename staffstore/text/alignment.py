@@ -225,6 +225,35 @@ def swapped(asked: str, stored: str) -> list[str]:
     return []
 
 
+def _holdings(text: str) -> dict[str, frozenset[str]]:
+    """The numbers each plain word holds: the numbers after it up to the next plain word
+    ("announced on October 31, 2015" -> announced: {31, 2015}); dates' month names skipped."""
+    found: dict[str, set[str]] = {}
+    last: str | None = None
+    for tok in words(text):
+        if tok.kind == "id" and any(ch.isdigit() for ch in tok.key):
+            if last is not None:
+                found.setdefault(last, set()).add(tok.key)
+        elif tok.kind == "word" and tok.surface not in _CALENDAR_WORDS:
+            last = tok.key
+    return {word: frozenset(numbers) for word, numbers in found.items()}
+
+
+def reattached(asked: str, stored: str) -> list[str]:
+    """Two words that traded the numbers they hold ("announced on May 1 and released on May 9"
+    / "released on May 1 and announced on May 9"): each holds, on one side, a number the other
+    holds on the other side, and neither holds it on both."""
+    a, b = _holdings(asked), _holdings(stored)
+    both = sorted(a.keys() & b.keys())
+    for i, x in enumerate(both):
+        for y in both[i + 1 :]:
+            x_gave = (a[x] & b[y]) - b[x]
+            y_gave = (a[y] & b[x]) - a[x]
+            if x_gave and y_gave:
+                return [x, y]
+    return []
+
+
 def reordered(asked: str, stored: str, a: Alignment) -> bool:
     """True when the words were rearranged beyond moving one phrase."""
     if order_pieces(a) >= 3:
