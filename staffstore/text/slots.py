@@ -193,7 +193,8 @@ _NOT_SUPERLATIVE = frozenset(
     "invest ingest protest rest west guest quest nest chest attest arrest unrest".split()
 )
 # A capitalised word that does not start a sentence: a product, team or tier name.
-_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b([A-Z][a-z]+[A-Za-z]*)\b")
+# One glued to an identifier by a hyphen ("Sev-2") is part of the identifier, not a name.
+_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)")
 _PARTICLE_UP = re.compile(
     r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
     r"start|mark|scale)[\s-]+up\b"
@@ -338,6 +339,20 @@ def focus(text: str) -> frozenset[str]:
 
 
 _NUMERONYM = re.compile(r"^[a-z]\d+[a-z]$")
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+_MONTH_DAY = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}\b"
+)
+# "a/b", "y/n", "i/o": letters paired by a slash are a word, not an identifier.
+_LETTER_PAIR = re.compile(r"^[a-z]/[a-z]$")
+# "sev-2" / "sev2", "day-30" / "day30": a hyphen between a word and its number is spelling.
+_WORD_HYPHEN_NUMBER = re.compile(r"^([a-z]+)-(\d+)$")
+
+
+def _fold_number(key: str) -> str:
+    return _WORD_HYPHEN_NUMBER.sub(r"\1\2", key)
 
 
 def _is_number(key: str) -> bool:
@@ -358,6 +373,8 @@ def slots(text: str) -> Slots:
         without_frequency = pattern.sub(" ", without_frequency)
     polar_text = _PARTICLE_UP.sub(" ", low)  # "sign-up", "set up": a particle, not a direction
     polar = [(w, _polar_places(w)) for w in re.findall(r"[a-z]+", polar_text)]
+    # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
+    dated = bool(_MONTH_DAY.search(low))
     return Slots(
         focus=focus(text),
         negation=bool(_NEGATION.search(low)),
@@ -374,12 +391,16 @@ def slots(text: str) -> Slots:
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
         numbers=tuple(
             sorted(
-                [t.key for t in toks if t.kind == "id" and _is_number(t.key)]
-                + [s for s in surfaces if s in _CALENDAR]
+                [_fold_number(t.key) for t in toks if t.kind == "id" and _is_number(t.key)]
+                + [s for s in surfaces if s in _CALENDAR and not (dated and s in _WEEKDAYS)]
                 + ["may"] * len(re.findall(r"\bmay\s+\d", low))
             )
         ),
-        identifiers=frozenset(t.key for t in toks if t.kind == "id" and not _is_number(t.key)),
+        identifiers=frozenset(
+            t.key
+            for t in toks
+            if t.kind == "id" and not _is_number(t.key) and not _LETTER_PAIR.match(t.key)
+        ),
         superlatives=frozenset(
             s for s in surfaces if len(s) > 4 and s.endswith("est") and s not in _NOT_SUPERLATIVE
         ),
