@@ -9,12 +9,18 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from staffstore.gate import query_first
-from staffstore.gate.scoring import DEFAULT_BUDGET, GateModel, GateParamsError, default_model
+from staffstore.gate.scoring import (
+    DEFAULT_BUDGET,
+    GateModel,
+    GateParamsError,
+    Trees,
+    default_model,
+)
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
 from staffstore.text.alignment import FEATURES
 from staffstore.text.matching import normalize
-from staffstore.text.slots import differences
+from staffstore.text.slots import differences, focus, split_lead
 
 if TYPE_CHECKING:
     from conftest import PutClaim
@@ -57,6 +63,20 @@ async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
             "identifier",
         ),
         ("Which region has the fastest p99?", "Which region has the slowest p99?", "polarity"),
+        # An indirect request asks what its embedded question asks.
+        (
+            "Could you remind me when the TLS cert on api.globex.com expires?",
+            "Why does the TLS cert on api.globex.com expire?",
+            "focus",
+        ),
+        # A lead-in's question word is not the question's: this one asks which key.
+        (
+            "When the model joins the feature store, which entity key does it use?",
+            "When does the model join the feature store?",
+            "focus",
+        ),
+        # A weekday beside a date is redundant, but two weekdays alone still differ.
+        ("Why did the build fail on Monday?", "Why did the build fail on Tuesday?", "number_or_date"),
     ],
 )
 def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> None:
@@ -83,10 +103,54 @@ def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> 
             "Is it true that the customer_dim table is rebuilt from scratch every night?",
         ),
         ("How do I register a new FeatureView?", "How do I register a new feature view?"),
+        (
+            "Could you let me know when the code-signing certificate expires?",
+            "When does the code-signing certificate expire?",
+        ),
+        (
+            "Would you mind telling me the TTL set on the checkout.globex.com DNS record?",
+            "What is the TTL on the DNS record for checkout.globex.com?",
+        ),
+        (
+            "sorry if this was covered already - which refund bug made customers see the wrong "
+            "amount?",
+            "Which refund bug caused customers to see the wrong amount?",
+        ),
+        (
+            "Explain the spike in login failure tickets on May 13.",
+            "Why did login failure tickets spike on Monday, May 13?",
+        ),
+        (
+            "Sev2 resolution time up after the Zendesk migration?",
+            "Did the resolution time for Sev-2 tickets go up after the Zendesk migration?",
+        ),
+        ("How do I set up a new A/B test?", "How do I set up a new test?"),
     ],
 )
 def test_what_a_paraphrase_changes_is_no_slot(asked: str, stored: str) -> None:
     assert differences(asked, stored) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "lead", "kinds"),
+    [
+        ("for the postmortem, what caused the outage?", "for the postmortem", {"why"}),
+        ("quick q before the drill: what TTL is on the record?", "quick q before the drill",
+         {"what"}),
+        ("The training config - where is it kept?", "The training config", {"where"}),
+        ("Why did it fail, and what fixed it?", "", {"why"}),
+        ("random q, but is the feature updated in real time?", "random q", {"yes_no"}),
+        ("Could you explain how traffic to the service is balanced?", "", {"how"}),
+        ("Can you confirm that the cert expired?", "", {"yes_no"}),
+        ("What caused the outage?", "", {"why"}),
+        ("What DAG is responsible for loading stripe_charges?", "", {"what"}),
+    ],
+)  # fmt: skip
+def test_focus_reads_the_question_inside_lead_ins_and_requests(
+    text: str, lead: str, kinds: set[str]
+) -> None:
+    assert split_lead(text)[0] == lead
+    assert focus(text) == kinds
 
 
 def test_superscript_and_subscript_digits_never_fold_into_plain_digits() -> None:
@@ -104,6 +168,20 @@ def test_two_words_that_traded_places_are_another_question() -> None:
         "Which flights go from Boston to Denver?", "Which flights go from Denver to Boston?"
     )
     assert found.reason == "word_order"
+
+
+def test_two_words_that_traded_their_numbers_are_another_question() -> None:
+    found = default_model().assess(
+        "The single was announced on October 31 and released on November 13.",
+        "The single was released on October 31 and announced on November 13.",
+    )
+    assert found.reason == "word_order"
+    # A date moved with its word keeps its word: no trade.
+    moved = default_model().assess(
+        "How many pods were evicted on August 2 during the spot interruption?",
+        "During the spot interruption on August 2, how many pods were evicted?",
+    )
+    assert moved.reason != "word_order"
 
 
 def test_a_word_swapped_for_an_unrelated_one_is_a_substitution() -> None:
@@ -134,6 +212,33 @@ def test_a_larger_budget_never_raises_the_threshold() -> None:
     thresholds = [model.threshold(b) for b in sorted(model.budgets)]
     assert thresholds == sorted(thresholds, reverse=True)
     assert model.threshold(DEFAULT_BUDGET / 10) == model.threshold(min(model.budgets))
+
+
+def test_the_trees_add_the_leaves_each_measure_reaches() -> None:
+    # Two stumps: the first splits on measure 0 at 0.5, the second on measure 1 at 2.0.
+    trees = Trees(
+        {
+            "baseline": -1.0,
+            "roots": [0, 3],
+            "feature": [0, 0, 0, 1, 0, 0],
+            "threshold": [0.5, 0.0, 0.0, 2.0, 0.0, 0.0],
+            "left": [1, -1, -1, 4, -1, -1],
+            "right": [2, -1, -1, 5, -1, -1],
+            "value": [0.0, 0.25, 1.5, 0.0, -0.5, 0.75],
+        }
+    )
+    assert trees.log_odds([0.5, 2.0]) == pytest.approx(-1.0 + 0.25 - 0.5)
+    assert trees.log_odds([0.9, 3.0]) == pytest.approx(-1.0 + 1.5 + 0.75)
+    with pytest.raises(GateParamsError, match="lengths"):
+        Trees({**trees_spec_of(trees), "value": [0.0]})
+
+
+def trees_spec_of(trees: Trees) -> dict[str, Any]:
+    return {
+        "baseline": trees.baseline, "roots": trees.roots, "feature": trees.feature,
+        "threshold": trees.threshold, "left": trees.left, "right": trees.right,
+        "value": trees.value,
+    }  # fmt: skip
 
 
 def test_parameters_fitted_for_other_features_are_refused() -> None:

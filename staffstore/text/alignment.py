@@ -195,9 +195,27 @@ def order_pieces(a: Alignment, *, plain_only: bool = True) -> int:
     return pieces
 
 
+def _pinned(word: Word) -> bool:
+    return word.kind == "id" or word.surface in _CALENDAR_WORDS
+
+
+def _without_pinned_phrases(toks: tuple[Word, ...]) -> list[Word]:
+    """The words with each number, date or identifier taken out together with the function
+    words that lead into it ("on August 2"): such a phrase moves freely, and what stood on
+    either side of it stays neighbours."""
+    kept: list[Word] = []
+    for tok in toks:
+        if _pinned(tok):
+            while kept and kept[-1].kind == "func":
+                kept.pop()
+            continue
+        kept.append(tok)
+    return kept
+
+
 def _neighbours(text: str) -> dict[str, set[tuple[str, str]]]:
     """Each content word's neighbours, the word before and after, function words included."""
-    toks = words(text)
+    toks = _without_pinned_phrases(words(text))
     keys = ["<s>"] + [t.key for t in toks] + ["</s>"]
     out: dict[str, set[tuple[str, str]]] = {}
     for i, tok in enumerate(toks, start=1):
