@@ -76,7 +76,11 @@ async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
             "focus",
         ),
         # A weekday beside a date is redundant, but two weekdays alone still differ.
-        ("Why did the build fail on Monday?", "Why did the build fail on Tuesday?", "number_or_date"),
+        (
+            "Why did the build fail on Monday?",
+            "Why did the build fail on Tuesday?",
+            "number_or_date",
+        ),
     ],
 )
 def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> None:

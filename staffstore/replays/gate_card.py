@@ -32,8 +32,12 @@ METHOD = (
     "the two questions' remaining words softly (a static word similarity, word rarity, learned "
     "filler words that a paraphrase adds or drops), and refuses two words that traded places, "
     "a reordering beyond one moved phrase (`word_order`) and a word swapped for an unrelated "
-    "one (`substitution`). What is left is scored by a logistic model over the alignment's "
-    "measures ({features}), fitted by `tools/fit_gate.py`. The user sets an error budget (the "
+    "one (`substitution`). A lead-in before the question (\"for the postmortem: ...\") and a "
+    "kind-noun beside an identifier (\"the finance.invoices table\") are measured apart from "
+    "the question's own words, and an indirect request (\"could you remind me when ...\") is "
+    "read for the question inside it. What is left is scored by gradient-boosted decision "
+    "trees ({trees}) over the alignment's measures ({features}), fitted by "
+    "`tools/fit_gate.py` and shipped as plain arrays. The user sets an error budget (the "
     "share of turns that may be served another question's answer; `--gate-budget`, default "
     "{default}); the calibration maps each budget to the lowest threshold that kept the "
     "calibration sets' added false hits within it."
@@ -55,6 +59,15 @@ FAILURE_CLASSES = (
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",
 )
+
+
+def _trees_shape(params: dict[str, Any]) -> str:
+    trees = params.get("trees", {})
+    shape = params.get("trees_shape", {})
+    return (
+        f"{len(trees.get('roots', []))} trees of depth at most {shape.get('max_depth', '?')}, "
+        f"learning rate {shape.get('learning_rate', '?')}"
+    )
 
 
 @dataclass(frozen=True)
@@ -146,9 +159,13 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         "ledgers; no figure below is typed by hand.",
         "",
         "**Method.** "
-        + METHOD.format(features=", ".join(params["features"]), default=percent(default, 1)),
+        + METHOD.format(
+            features=", ".join(params["features"]),
+            trees=_trees_shape(params),
+            default=percent(default, 1),
+        ),
         "",
-        "**Fitted on** (filler words and the logistic score):",
+        "**Fitted on** (filler words and the trees):",
         "",
         *_trained(params.get("fitted_on", {})),
         "",

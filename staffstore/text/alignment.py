@@ -156,7 +156,9 @@ def substitution(a: Alignment, filler: Filler) -> Substitution:
     def weighty(word: Word) -> bool:
         return filler.get(word.key, 1.0) >= HEAVY
 
-    def left_over(side: list[Word], best: list[float], roles: list[Role]) -> list[tuple[Word, Role]]:
+    def left_over(
+        side: list[Word], best: list[float], roles: list[Role]
+    ) -> list[tuple[Word, Role]]:
         return [
             (w, r)
             for w, s, r in zip(side, best, roles, strict=True)
@@ -293,10 +295,11 @@ def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[floa
     # noun beside an identifier leaves unaligned is measured apart (the last two features).
     wq = [_light(w, filler) * (r == "core") for w, r in zip(q, a.turn_roles, strict=True)]
     wc = [_light(w, filler) * (r == "core") for w, r in zip(c, a.stored_roles, strict=True)]
+    sides = ((q, a.turn_best, a.turn_roles), (c, a.stored_best, a.stored_roles))
     aside = {
         role: sum(
             _light(w, filler) * (1 - s)
-            for side, best, roles in ((q, a.turn_best, a.turn_roles), (c, a.stored_best, a.stored_roles))
+            for side, best, roles in sides
             for w, s, r in zip(side, best, roles, strict=True)
             if r == role
         )
