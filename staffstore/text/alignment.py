@@ -27,7 +27,7 @@ import numpy as np
 from .lexicon import canonical
 from .similarity import similarity, text_cosine
 from .slots import FOCUS, YES_NO, names, split_lead
-from .words import FUNCTION_WORDS, MONTHS, Word, content_words, weight, words
+from .words import FUNCTION_WORDS, MONTHS, WEEKDAYS, Word, content_words, weight, words
 
 Filler = dict[str, float]
 
@@ -50,9 +50,7 @@ FEATURES = (
 # table", "fraud model v14"). The score weighs what each place leaves unaligned separately.
 Role = str
 
-_CALENDAR_WORDS = frozenset(MONTHS) | frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday".split()
-)
+_CALENDAR_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS)
 _WH = re.compile(r"\b(?:who|when|where|why|what|which|whats)\b", re.IGNORECASE)
 
 

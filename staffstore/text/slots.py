@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from .lexicon import canonical
 from .spelling import same_word
-from .words import FUNCTION_WORDS, MONTHS, Word, is_common, month, prepare, words
+from .words import FUNCTION_WORDS, MONTHS, WEEKDAYS, Word, is_common, month, prepare, words
 
 # Opposites: a word of one side of a row against a word of the other is another question.
 _POLARITY_ROWS = [
@@ -186,7 +186,7 @@ YES_NO = re.compile(
 # "what" asks for a thing, which may be a quantity: "what CPU request" / "how much CPU".
 _WHAT_COMPATIBLE = frozenset({"what", "how_many", "how_much", "how_long"})
 _CALENDAR = frozenset(MONTHS) - {"may"} | frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday q1 q2 q3 q4 h1 h2".split()
+    (*WEEKDAYS, *"q1 q2 q3 q4 h1 h2".split())
 )
 _NOT_SUPERLATIVE = frozenset(
     "request interest latest test suggest digest contest harvest forest manifest honest modest "
@@ -339,7 +339,6 @@ def focus(text: str) -> frozenset[str]:
 
 
 _NUMERONYM = re.compile(r"^[a-z]\d+[a-z]$")
-_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 _MONTH_DAY = re.compile(
     r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b"
     r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
@@ -392,7 +391,7 @@ def slots(text: str) -> Slots:
         numbers=tuple(
             sorted(
                 [_fold_number(t.key) for t in toks if t.kind == "id" and _is_number(t.key)]
-                + [s for s in surfaces if s in _CALENDAR and not (dated and s in _WEEKDAYS)]
+                + [s for s in surfaces if s in _CALENDAR and not (dated and s in WEEKDAYS)]
                 + ["may"] * len(re.findall(r"\bmay\s+\d", low))
             )
         ),

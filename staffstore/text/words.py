@@ -37,6 +37,7 @@ FUNCTION_WORDS = frozenset(
     """.split()
 )
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
