@@ -223,6 +223,30 @@ async def test_search_after_retract_shows_the_claim_retracted(
     assert [c.status for c in await store.search_claims("alice", "ledger replay")] == ["retracted"]
 
 
+async def test_similar_claims_put_the_question_sharing_most_rarity_first(
+    store: StaffStore, put: PutClaim
+) -> None:
+    common_only = await put("Why is the zephyr queue deep?", "Backlog.")
+    rare_only = await put("Who owns the kestrel host?", "Ops.")
+    both = await put("Why is the zephyr queue slow on the kestrel host?", "Disk.")
+    words = [("kestrel", 2), ("zephyr", 40)]  # as rarest_words counts them, rarest first
+    found = await store.run_sync(lambda sync: sync.similar_claims("alice", words, limit=3))
+    assert [c.id for c in found] == [both.id, rare_only.id, common_only.id]
+
+
+async def test_similar_claims_fill_the_limit_from_the_owner_past_other_owners_matches(
+    store: StaffStore, put: PutClaim
+) -> None:
+    # Another owner's questions hold both words, so they rank first, more of them than one
+    # block of owner checks: the owner's question must still be found, and theirs never.
+    for n in range(40):
+        await put(f"Is the kestrel zephyr number {n} healthy?", "Yes.", owner="bob")
+    mine = await put("Who owns the kestrel host?", "Ops.")
+    words = [("kestrel", 1), ("zephyr", 1)]
+    found = await store.run_sync(lambda sync: sync.similar_claims("alice", words, limit=5))
+    assert [c.id for c in found] == [mine.id]
+
+
 HOSTILE_SEARCHES = [
     *FTS5_SYNTAX,
     *SQL_INJECTION,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from ..models import Claim, Decision, Turn
 from ..store import StaffStore, SyncStore
@@ -50,6 +51,11 @@ SOFT_FLOOR = 0.3
 
 #: How many of an owner's questions that share a rare word the widened lookup reads.
 SIMILAR_LIMIT = 8
+
+#: The strict test reads at most this many candidates, those sharing most of the turn's words
+#: first: reading a stored question costs a normalization, and a widened lookup in a large
+#: store can bring back dozens that share two rare words and little else.
+MAX_COMPARED = 16
 
 #: No stored question is this long; a longer turn is a miss without a lookup.
 MAX_TURN_CHARS = 4_000
@@ -213,8 +219,34 @@ def names_its_subject(text: str) -> bool:
     return any(word.kind == "id" for word in words(text))
 
 
-def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
-    """The gate's decision for a turn among candidate claims (all of one owner)."""
+_PLAIN_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=65_536)
+def _plain_words(text: str) -> frozenset[str]:
+    return frozenset(_PLAIN_WORD.findall(text.casefold()))
+
+
+def _most_alike(text: str, candidates: Sequence[Claim], limit: int) -> Sequence[Claim]:
+    """The `limit` candidates whose questions share the largest part of their words with the
+    turn, in the order given otherwise (a same-content match comes first from the store)."""
+    if len(candidates) <= limit:
+        return candidates
+    asked = _plain_words(text)
+
+    def shared(claim: Claim) -> float:
+        stored = _plain_words(claim.question)
+        return len(asked & stored) / max(len(stored), 1)
+
+    return sorted(candidates, key=shared, reverse=True)[:limit]
+
+
+def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True) -> Decision:
+    """The gate's decision for a turn among candidate claims (all of one owner).
+
+    Without `second_look`, only the strict test runs: for a caller that will widen the lookup
+    on a miss and decide again, where the second look is worth its cost once.
+    """
     now = turn.now or datetime.now(UTC)
     asked = normalize(turn.text)
     if not asked.content:
@@ -224,7 +256,7 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
         return _miss("follow_up")
     compared = [
         (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))
-        for claim in candidates
+        for claim in _most_alike(turn.text, candidates, MAX_COMPARED)
     ]
     same = [(claim, c.similarity) for claim, c in compared if c.same_question]
     budget = DEFAULT_BUDGET if turn.gate_budget is None else turn.gate_budget
@@ -238,7 +270,7 @@ def decide(turn: Turn, candidates: Sequence[Claim]) -> Decision:
         looked: tuple[Claim, Assessment] | None = None
         if reason == "follow_up" and self_contained:
             reason = "below_threshold"
-        if reason != "follow_up":
+        if reason != "follow_up" and second_look:
             same, looked = _second_look(turn, compared, threshold)
         if not same:
             if reason == "below_threshold" and looked is not None and looked[1].probability:
@@ -321,7 +353,7 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     rarest, all_known = store.rarest_words(turn.owner, asked.search_words)
     rare = [word for word, _count in rarest]
     candidates = store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
-    decision = decide(turn, candidates)
+    decision = decide(turn, candidates, second_look=False)
     if decision.reason not in _WIDEN_ON:
         return decision
     seen = {claim.id for claim in candidates}
@@ -333,13 +365,13 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     # The second look also reads questions that share any of the turn's rarer words: a
     # paraphrase may keep the identifier and change every other word.
     some_words, _ = store.rarest_words(turn.owner, asked.search_words, keep=4)
-    similar_words = [word for word, count in some_words if count <= NEAR_SEARCH_MAX_COUNT]
+    similar_words = [(word, count) for word, count in some_words if count <= NEAR_SEARCH_MAX_COUNT]
     extra += [
         c
         for c in store.similar_claims(turn.owner, similar_words, limit=SIMILAR_LIMIT)
         if c.id not in seen
     ]
-    return decide(turn, candidates + extra) if extra else decision
+    return decide(turn, candidates + extra)
 
 
 def _unaskable(turn: Turn) -> Decision | None:

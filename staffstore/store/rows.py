@@ -63,11 +63,6 @@ def fts_all(words: Sequence[str]) -> str:
     return "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
 
 
-def fts_any(words: Sequence[str]) -> str:
-    """A MATCH expression: any of the words, in the question's content column."""
-    return "search_key : (" + " OR ".join(fts_phrase(w) for w in words) + ")"
-
-
 def fts_phrase(word: str) -> str:
     """Quote one word for MATCH, so operators in user text (OR, NOT, *, :) lose their power."""
     return '"' + word.replace('"', '""') + '"'

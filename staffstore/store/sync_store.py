@@ -7,6 +7,7 @@ statement.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import uuid
 from collections.abc import Sequence
@@ -27,7 +28,6 @@ from .rows import (
     datetime_of,
     epoch_of,
     fts_all,
-    fts_any,
     now_epoch,
     receipt_row,
     row_to_claim,
@@ -35,6 +35,14 @@ from .rows import (
 from .state_tables import StateTables
 
 _KEY_VERSION_SETTING = "search_key_version"
+
+
+#: How many ranked matches similar_claims checks the owner of at once.
+_OWNER_CHECK_BLOCK = 32
+
+#: A notional collection size for similar_claims' word weights, ln(1 + scale / count): only
+#: their order matters, and the gate reads no word held by more than about this many questions.
+_IDF_SCALE = 1_000.0
 
 
 class SyncStore(StateTables, SyncJobs):
@@ -105,12 +113,50 @@ class SyncStore(StateTables, SyncJobs):
         unique = {row[0]: row for row in rows}  # a claim can come from both halves
         return [row_to_claim(row) for row in unique.values()]
 
-    def similar_claims(self, owner: str, words: Sequence[str], *, limit: int = 12) -> list[Claim]:
-        """The owner's claims whose question holds any of `words`, those sharing the rarest
-        first (FTS5's bm25 rank): where the gate's second look finds a rephrased question."""
+    def similar_claims(
+        self, owner: str, words: Sequence[tuple[str, int]], *, limit: int = 12
+    ) -> list[Claim]:
+        """The owner's claims whose question holds any of `words` (each with the number of the
+        owner's questions that hold it, as rarest_words gives them), those that share the most
+        rarity first: each word weighs its inverse document frequency, as in FTS5's bm25.
+        Where the gate's second look finds a rephrased question.
+
+        The ranking reads only the words' doclists; the claims are then read in that order a
+        block at a time until `limit` of them are the owner's. Checking the owner of every
+        match in one join read a table row per match: about 3 ms for the 700 questions that
+        hold three words at 100,000 claims (FTS5's bm25 rank cost the same), against 1 ms.
+        """
         if not words:
             return []
-        return self.fts_claims(fts_any(words), owner, limit, ranked=True)
+        reads = " UNION ALL ".join(
+            "SELECT rowid, ? AS weight FROM claims_fts WHERE claims_fts MATCH ?" for _ in words
+        )
+        params: list[Any] = []
+        for word, count in words:
+            params += [math.log(1.0 + _IDF_SCALE / max(count, 1)), fts_all([word])]
+        ranked = [
+            row[0]
+            for row in self.fetchall(
+                f"SELECT rowid FROM ({reads}) GROUP BY rowid ORDER BY sum(weight) DESC, rowid",
+                params,
+            )
+        ]
+        found: list[Claim] = []
+        for start in range(0, len(ranked), _OWNER_CHECK_BLOCK):
+            block = ranked[start : start + _OWNER_CHECK_BLOCK]
+            marks = ", ".join("?" for _ in block)
+            rows = self.fetchall(
+                # "+c.owner": look the rows up by rowid, not by walking the owner's index.
+                f"SELECT {QUALIFIED_CLAIM_COLUMNS}, c.rowid FROM claims c "
+                f"WHERE +c.owner = ? AND c.rowid IN ({marks})",
+                (owner, *block),
+            )
+            place = {rowid: index for index, rowid in enumerate(block)}
+            rows.sort(key=lambda row: place[row[-1]])
+            found += [row_to_claim(row[:-1]) for row in rows]
+            if len(found) >= limit:
+                break
+        return found[:limit]
 
     def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
         """Claims whose question holds all words of `rare` but one: a typo or one changed word."""
