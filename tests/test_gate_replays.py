@@ -181,6 +181,9 @@ def test_report_puts_the_gate_card_from_the_ledgers_before_the_results(
     expected = f"{test['recall']:.1%} / {test['false_hit_rate']:.2%}"
     (row,) = [line for line in card.splitlines() if line.startswith("| workday_dev | TEST")]
     assert row.split(" | ")[3] == expected
+    # The releases that fitted the shipped trees are named: another release grows other trees.
+    releases = default_model().params["fitted_with"]
+    assert releases and all(f"{name} {v}" in card for name, v in releases.items())
     readme = tmp_path / "README.md"
     readme.write_text("# x\n", encoding="utf-8")
     ok(invoke("report", "--ledgers", str(path.parent), "--readme", str(readme)))

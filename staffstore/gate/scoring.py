@@ -8,8 +8,9 @@ questions. What remains is scored: an ensemble of small decision trees over the 
 (gradient boosting, fitted by tools/fit_gate.py on labelled pairs) gives the probability that the
 two ask the same thing. Trees rather than one weighted sum, because what a difference means
 depends on the rest: a moved phrase is harmless in a short question and a change of roles in a
-long sentence whose words all match (held out within workday_dev's tuning split, the trees
-served 186 of 400 paraphrases at the 0.5% budget where a logistic model served 60).
+long sentence whose words all match (held out within workday_dev's tuning split, trees
+served 186 of 400 paraphrases at the 0.5% budget where a logistic model served 60). How deep
+they grow is chosen the same way, by `tools/fit_gate.py --cross-validate`.
 
 Whether that probability is enough is the user's call, made as an error budget: the share of
 turns that may be served a claim that answers another question. tools/fit_gate.py measured, on

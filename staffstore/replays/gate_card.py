@@ -144,6 +144,13 @@ def _trained(entries: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _fitted_with(releases: dict[str, str]) -> list[str]:
+    """The releases that fitted the trees: another release may grow other trees."""
+    if not releases:
+        return []
+    return ["- fitted with " + ", ".join(f"{name} {v}" for name, v in sorted(releases.items()))]
+
+
 def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float) -> str | None:
     """The gate card for these ledgers and the shipped gate parameters; None when the ledgers
     hold none of its data sets."""
@@ -168,6 +175,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         "**Fitted on** (filler words and the trees):",
         "",
         *_trained(params.get("fitted_on", {})),
+        *_fitted_with(params.get("fitted_with", {})),
         "",
         "**Calibrated on** (budget -> threshold; each pair alone):",
         "",
