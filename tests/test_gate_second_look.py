@@ -4,6 +4,9 @@ score and its error budget, on real stores and through the CLI."""
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -384,3 +387,26 @@ def test_the_serve_config_refuses_a_budget_outside_zero_to_one(tmp_path: Any) ->
     assert build_config(db_path=db, trusted=True, gate_budget=0.02).gate_budget == 0.02
     with pytest.raises(InputError, match="gate_budget"):
         build_config(db_path=db, trusted=True, gate_budget=2)
+
+
+# -- the embedding loads without touching the application's logging ----------------------------
+
+
+def test_loading_the_embedding_leaves_the_applications_logging_alone() -> None:
+    # A fresh interpreter: in this one the embedding may have been loaded by an earlier test.
+    # wordllama's import calls logging.basicConfig(level=INFO), which made every process print
+    # each request httpx sent once the second look had run.
+    script = (
+        "import logging\n"
+        "from staffstore.gate import warm_up\n"
+        "from staffstore.text.similarity import _model\n"
+        "warm_up()\n"
+        "assert _model.cache_info().currsize == 1, 'the embedding was not loaded'\n"
+        "root = logging.getLogger()\n"
+        "print(len(root.handlers), root.level, logging.getLogger('httpx').isEnabledFor(20))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["0", str(logging.WARNING), "False"]
+    assert done.stderr == ""

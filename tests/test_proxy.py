@@ -532,6 +532,8 @@ def test_metrics_are_prometheus_text(server: Server, fake: FakeOpenRouter) -> No
     assert samples["staffstore_avoided_calls_total"] >= 1
     assert samples["staffstore_attempted_calls_total"] >= 1
     assert samples["staffstore_known_cost_usd_total"] > 0
+    # The gate's tables were loaded at startup, before the first request.
+    assert samples["staffstore_gate_warm_up_seconds"] > 0
     buckets = [
         value
         for name, value in samples.items()

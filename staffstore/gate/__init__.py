@@ -6,5 +6,6 @@ gate knows nothing of HTTP or of the model it saves a call to.
 """
 
 from .query_first import decide, points_elsewhere, query_first, query_first_sync
+from .scoring import warm_up
 
-__all__ = ["decide", "points_elsewhere", "query_first", "query_first_sync"]
+__all__ = ["decide", "points_elsewhere", "query_first", "query_first_sync", "warm_up"]

@@ -57,7 +57,7 @@ from ..errors import (
     UpstreamTimeoutError,
     UpstreamUnreachableError,
 )
-from ..gate import query_first_sync
+from ..gate import query_first_sync, warm_up
 from ..gate.relative_time import same_period
 from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
@@ -237,6 +237,11 @@ class Proxy:
             max_retries=self.config.upstream_retries,
             client=http,
         )
+        # The second look's tables and embeddings load once per process: now, not during the
+        # first request that needs them.
+        started = time.perf_counter()
+        await asyncio.to_thread(warm_up)
+        self.metrics.warmed_up(time.perf_counter() - started)
         # Checkpoints copy the WAL back with an fsync: a thread of their own, not a request.
         await self._store.defer_checkpoints(FALLBACK_PAGES)
         checkpointer = Checkpointer(self._store.path)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
@@ -129,6 +130,12 @@ class Metrics:
             buckets=buckets,
             registry=self.registry,
         )
+        self._warm_up = Gauge(
+            "staffstore_gate_warm_up_seconds",
+            "Time the proxy spent at startup loading the gate's tables and embeddings (0 "
+            "until done), which the first request would otherwise have waited for.",
+            registry=self.registry,
+        )
         self._owners: set[str] = set()
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
@@ -172,6 +179,9 @@ class Metrics:
     def observe_turn(self, outcome: str, seconds: float) -> None:
         """Add one chat request's time, from arrival to last byte, to the latency histogram."""
         self._latency.labels(outcome).observe(seconds)
+
+    def warmed_up(self, seconds: float) -> None:
+        self._warm_up.set(seconds)
 
     def render(self) -> str:
         """The metrics in Prometheus' text exposition format."""

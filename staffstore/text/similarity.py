@@ -11,6 +11,7 @@ are interchangeable; the gate's score treats them as evidence, never as proof.
 
 from __future__ import annotations
 
+import logging
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,17 @@ _NEGATING_PREFIXES = frozenset({"dis", "un", "in", "im", "il", "ir", "non", "mis
 @cache
 def _model() -> Any:
     """The WordLlama model, loaded once from the files inside the installed package."""
-    import wordllama
-    from wordllama import WordLlama
+    # Importing wordllama calls logging.basicConfig(level=INFO): a root handler on stderr that
+    # made every process print each upstream request httpx sent, URL and all, after its first
+    # second look. How the application logs is its own choice; put the root logger back.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        import wordllama
+        from wordllama import WordLlama
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
     # The package looks for its tokenizer under the cache directory; pointing that at the
     # package itself finds the file it ships, and `disable_download` makes sure of it.
