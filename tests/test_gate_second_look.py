@@ -21,7 +21,7 @@ from staffstore.gate.scoring import (
 )
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
-from staffstore.text.alignment import FEATURES
+from staffstore.text.alignment import FEATURES, align
 from staffstore.text.matching import normalize
 from staffstore.text.slots import differences, focus, split_lead
 
@@ -198,6 +198,35 @@ def test_a_word_swapped_for_an_unrelated_one_is_a_substitution() -> None:
     )
     assert found.reason == "substitution"
     assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
+
+
+def spelled(asked: str, stored: str) -> list[str]:
+    return [word.surface for word in align(asked, stored).turn]
+
+
+def test_an_acronym_in_capitals_aligns_with_the_words_it_stands_for() -> None:
+    assert spelled(
+        "owner of the NSM dash in Looker?", "Who owns the north-star metrics dashboard in Looker?"
+    ) == ["north", "star", "metrics", "dash", "looker"]
+    # A function word inside the spelled-out words counts for its letter ("add-to-cart").
+    assert spelled(
+        "ATC event name in the web analytics schema?",
+        "Which event tracks add-to-cart in the web analytics schema?",
+    )[:2] == ["add", "cart"]
+    found = default_model().assess(
+        "How do I add a new experiment to the FF platform?",
+        "How do I add a new experiment to the feature flag platform?",
+    )
+    assert found.reason is None and not found.asked_only and not found.stored_only
+
+
+def test_only_capitals_and_matching_initials_are_read_as_an_acronym() -> None:
+    # Lower-case letters are a word or a shortening, not an acronym.
+    assert "fs" in spelled("how big is the fs repo?", "How big is the feature store repo?")
+    # Capitals whose letters start no run of words on the other side stay themselves.
+    assert "nsm" in spelled("owner of the NSM dashboard?", "Who owns the sales dashboard?")
+    # Both sides naming the acronym align as they are.
+    assert spelled("Who owns the FF platform?", "Who owns the FF platform?")[0] == "ff"
 
 
 def test_a_wrapper_scores_higher_than_an_added_requirement() -> None:

@@ -51,6 +51,8 @@ FEATURES = (
 Role = str
 
 _CALENDAR_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS)
+#: A word typed in capitals, two to five letters: an acronym, perhaps.
+_CAPITALS = re.compile(r"\b[A-Z]{2,5}\b")
 _WH = re.compile(r"\b(?:who|when|where|why|what|which|whats)\b", re.IGNORECASE)
 
 
@@ -81,6 +83,42 @@ def _spelled_out(side: list[Word], other: list[Word]) -> list[Word]:
                 continue
         out.append(word)
     return out
+
+
+def _acronyms_spelled(
+    text: str, side: list[Word], other_text: str, other: list[Word]
+) -> list[Word]:
+    """An acronym typed in capitals here ("FS", "FRT", "ATC") whose letters are the initials of
+    consecutive words there ("feature store", "first response time", "add-to-cart") becomes
+    those words, so the two align word by word. Only capitals count: "tix" or "recs" is a
+    shortening (similarity.py), and a lower-case pair of letters names too many things."""
+    keys = {w.key for w in other}
+    capitals = {m.lower() for m in _CAPITALS.findall(text)}
+    if not capitals & {w.surface for w in side}:
+        return side
+    tokens = [w for w in words(other_text) if w.surface.isalpha()]
+    out: list[Word] = []
+    for word in side:
+        run = _initials(word.surface, tokens) if word.surface in capitals else None
+        if run is not None and word.key not in keys:
+            out.extend(w for w in run if w.kind != "func")
+        else:
+            out.append(word)
+    return out
+
+
+def _initials(letters: str, tokens: list[Word]) -> list[Word] | None:
+    """The first run of consecutive tokens whose initials spell `letters`, starting and ending
+    on a word that is not a function word."""
+    n = len(letters)
+    for start in range(len(tokens) - n + 1):
+        run = tokens[start : start + n]
+        spelled = all(
+            w.surface[0] == ch and len(w.surface) > 1 for w, ch in zip(run, letters, strict=True)
+        )
+        if spelled and run[0].kind != "func" and run[-1].kind != "func":
+            return run
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,6 +158,7 @@ def _roles(side: list[Word], text: str) -> list[Role]:
 
 def align(asked: str, stored: str) -> Alignment:
     q0, c0 = subject_words(asked), subject_words(stored)
+    q0, c0 = _acronyms_spelled(asked, q0, stored, c0), _acronyms_spelled(stored, c0, asked, q0)
     q, c = _spelled_out(q0, c0), _spelled_out(c0, q0)
     roles_q, roles_c = _roles(q, asked), _roles(c, stored)
     if not q or not c:
