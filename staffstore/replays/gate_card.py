@@ -32,9 +32,9 @@ METHOD = (
     "the two questions' remaining words softly (a static word similarity, word rarity, learned "
     "filler words that a paraphrase adds or drops; an acronym typed in capitals against the "
     "words whose initials it takes, \"FRT\" / \"first response time\"), and refuses two "
-    "words that traded places, "
-    "a reordering beyond one moved phrase (`word_order`) and a word swapped for an unrelated "
-    "one (`substitution`). A lead-in before the question (\"for the postmortem: ...\") and a "
+    "words that traded places, a reordering beyond one moved phrase (`word_order`) and a word "
+    "swapped for an unrelated one (`substitution`). A lead-in before the question (\"for the "
+    "postmortem: ...\") and a "
     "kind-noun beside an identifier (\"the finance.invoices table\") are measured apart from "
     "the question's own words, and an indirect request (\"could you remind me when ...\") is "
     "read for the question inside it. What is left is scored by gradient-boosted decision "
@@ -52,7 +52,9 @@ FAILURE_CLASSES = (
     "the hits the strict test misses stay misses.",
     "- **Shorthand and vocabulary the word similarity does not know.** Team jargon and "
     "abbreviations align only when the similarity table or the strict test's rewrites know "
-    "them.",
+    "them, or, for an acronym typed in capitals, when the other side spells out its words; "
+    "synonyms the static embedding puts far apart (lost / dropped, rollout / deploy) are "
+    "refused as a substitution.",
     "- **Near misses whose difference is not a slot.** An opposite the slot list does not know "
     "(rolling a deployment back against rolling it out), another requirement written as "
     "ordinary words, or a different aspect of the same subject can align well and score high; "
