@@ -4,10 +4,12 @@ the fake upstream behind them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from openai import OpenAI
 from test_proxy_support import (
     ALICE_ADMIN_KEY,
     ALICE_KEY,
+    METRICS_KEY,
     UPSTREAM_KEY,
     ask,
     proxy_config,
@@ -27,7 +30,7 @@ from test_proxy_support import (
 from test_serve_command import free_port
 
 from staffstore.errors import InputError
-from staffstore.proxy.access_log import json_line, text_line
+from staffstore.proxy.access_log import AccessLogWriter, json_line, text_line
 from staffstore.proxy.app import create_app
 from staffstore.proxy.config import build_config, hash_key
 from staffstore.testing import FakeOpenRouter
@@ -180,3 +183,73 @@ def test_an_access_log_that_cannot_be_opened_stops_the_server_at_startup(tmp_pat
     config = proxy_config(tmp_path / "p.db", access_log=True, access_log_file=tmp_path / "no" / "a")
     with pytest.raises(InputError, match="cannot open the access log"):
         create_app(config)
+
+
+# -- a log reader that stops reading -----------------------------------------------------------
+
+
+def _record(index: int) -> dict[str, object]:
+    return {
+        "time": "2026-03-02T09:14:07.120Z", "client": "127.0.0.1:1", "method": "POST",
+        "path": f"/v1/chat/completions/{index:06d}", "status": 200, "duration_ms": 1.0,
+        "owner": "acme",
+    }  # fmt: skip
+
+
+async def _log_in_batches(writer: AccessLogWriter, first: int, count: int, batch: int) -> None:
+    """Log `count` records, `batch` per hand-over, as a busy server would."""
+    for start in range(first, first + count, batch):
+        for index in range(start, min(start + batch, first + count)):
+            writer.write(_record(index))
+        await asyncio.sleep(AccessLogWriter.BATCH_SECONDS + 0.05)
+
+
+def test_a_stalled_log_reader_drops_lines_past_the_bound_and_the_log_says_how_many(
+    tmp_path: Path,
+) -> None:
+    # The log is a named pipe whose reader stops reading: once the pipe's buffer is full the
+    # writer's thread blocks in write(), as it would on a stalled stderr consumer.
+    fifo = tmp_path / "access.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    writer = AccessLogWriter(path=fifo, max_waiting_lines=2500)
+    writer.start()
+    try:
+        # 20,000 lines of about 90 bytes: far more than a pipe holds (64 KiB by default).
+        asyncio.run(_log_in_batches(writer, 0, 20_000, 2000))
+        assert writer.dropped > 0
+        dropped_while_stalled = writer.dropped
+        # The reader comes back: everything waiting is written, then one more batch, which
+        # says how many lines went before it.
+        os.set_blocking(reader, True)
+        received = bytearray()
+        drain = threading.Thread(target=lambda: _read_all(reader, received), daemon=True)
+        drain.start()
+        time.sleep(0.5)  # what waited is written meanwhile
+        asyncio.run(_log_in_batches(writer, 20_000, 10, 10))
+    finally:
+        writer.stop()
+    drain.join(timeout=20)
+    os.close(reader)
+    lines = received.decode("utf-8").splitlines()
+    notices = [line for line in lines if "access-log dropped_lines=" in line]
+    records = [line for line in lines if "POST /v1/chat/completions/" in line]
+    assert len(notices) == 1
+    assert int(notices[0].rsplit("=", 1)[1]) == dropped_while_stalled == writer.dropped
+    # Every line was either written or counted as dropped; none went missing unsaid.
+    assert len(records) + writer.dropped == 20_010
+    assert records[-1].endswith("/v1/chat/completions/020009 200 1.0ms owner=acme")
+
+
+def _read_all(fd: int, into: bytearray) -> None:
+    while chunk := os.read(fd, 65536):
+        into += chunk
+
+
+def test_the_dropped_access_log_lines_are_in_the_metrics(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    with running_proxy(tmp_path / "p.db", access_log=True, access_log_file=log) as server:
+        text = server.get("/metrics", key=METRICS_KEY).text
+    assert "staffstore_access_log_dropped_lines_total 0.0" in text
+    with running_proxy(tmp_path / "q.db") as server:
+        assert "access_log_dropped" not in server.get("/metrics", key=METRICS_KEY).text

@@ -11,7 +11,11 @@ holds the query string, a header (so never an Authorization value), a body or a 
 `json` writes the same fields as one JSON object a line, which log shippers read as they are.
 Records are handed in batches, a few times a second, to a thread of their own (logging's
 QueueListener and handlers), which renders and writes them: a slow disk or a full stderr pipe
-holds up that thread, not the event loop serving requests.
+holds up that thread, not the event loop serving requests. At most `max_waiting_lines` lines
+wait for it; past that, newer lines are dropped and counted (in /metrics as
+`staffstore_access_log_dropped_lines_total`), and the next line written says how many went:
+
+    2026-03-02T09:15:00.370Z access-log dropped_lines=5120
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import logging
 import logging.handlers
 import queue
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
@@ -53,6 +58,8 @@ _SAFE = "/:@!$&'()*+,;=-._~"
 
 def text_line(fields: dict[str, Any]) -> str:
     """One access-log record as a plain text line (fields as in the module docstring)."""
+    if "dropped_lines" in fields:
+        return f"{fields['time']} access-log dropped_lines={fields['dropped_lines']}"
     head = (
         f"{fields['time']} {fields['client']} {fields['method']} "
         f"{quote(fields['path'], safe=_SAFE)} {fields['status']} {fields['duration_ms']}ms"
@@ -85,13 +92,22 @@ class _Renderer(logging.handlers.QueueListener):
         batches: queue.SimpleQueue[Any],
         target: logging.Handler,
         render: Callable[[dict[str, Any]], str],
+        written: Callable[[int], None],
     ) -> None:
         super().__init__(batches, target)
         self._render = render
+        self._written = written
 
     def prepare(self, record: Any) -> logging.LogRecord:
         lines = "\n".join(self._render(fields) for fields in record)
         return logging.makeLogRecord({"msg": lines, "levelno": logging.INFO, "levelname": "INFO"})
+
+    def handle(self, record: Any) -> None:
+        # `record` is a batch here; prepare() turns it into one LogRecord for the handler.
+        try:
+            super().handle(record)
+        finally:
+            self._written(len(record))
 
 
 class AccessLogWriter:
@@ -106,8 +122,18 @@ class AccessLogWriter:
 
     #: How long a line may wait before it is written.
     BATCH_SECONDS = 0.25
+    #: How many lines may wait for the writer's thread (about 80 MB of records at most,
+    #: measured with tracemalloc): a log reader that stopped reading must not grow the server's
+    #: memory without bound.
+    MAX_WAITING_LINES = 100_000
 
-    def __init__(self, *, log_format: AccessLogFormat = "text", path: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        log_format: AccessLogFormat = "text",
+        path: Path | None = None,
+        max_waiting_lines: int = MAX_WAITING_LINES,
+    ) -> None:
         # WatchedFileHandler reopens a file that logrotate moved away; stderr is never closed.
         # The file is opened now, so a path that cannot be written stops the server at startup
         # rather than losing every line later.
@@ -123,8 +149,14 @@ class AccessLogWriter:
         self._target = target
         self._batches: queue.SimpleQueue[Any] = queue.SimpleQueue()
         render = json_line if log_format == "json" else text_line
-        self._listener = _Renderer(self._batches, target, render)
+        self._listener = _Renderer(self._batches, target, render, self._written)
         self._pending: list[dict[str, Any]] = []
+        self._max_waiting = max_waiting_lines
+        self._lock = threading.Lock()
+        self._waiting = 0  # lines handed to the writer's thread and not yet written
+        self._unreported = 0  # lines dropped that no written line has told of yet
+        #: Lines dropped since the writer was made, because too many were waiting.
+        self.dropped = 0
 
     def start(self) -> None:
         self._listener.start()
@@ -142,9 +174,25 @@ class AccessLogWriter:
         self._pending.append(fields)
 
     def _hand_over(self) -> None:
-        if self._pending:
-            self._batches.put(self._pending)
-            self._pending = []
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        with self._lock:
+            if self._waiting + len(batch) > self._max_waiting:
+                self.dropped += len(batch)
+                self._unreported += len(batch)
+                return
+            if self._unreported:
+                notice = {"time": _utc_text(time.time()), "dropped_lines": self._unreported}
+                batch.insert(0, notice)
+                self._unreported = 0
+            self._waiting += len(batch)
+        self._batches.put(batch)
+
+    def _written(self, lines: int) -> None:
+        """Called on the writer's thread once a batch is written (or failed to be)."""
+        with self._lock:
+            self._waiting -= lines
 
 
 class AccessLog:

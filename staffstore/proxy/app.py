@@ -856,6 +856,7 @@ def create_app(
     if access_log is not None:
         # Added last, so outermost: its duration is the client's, middleware included.
         app.add_middleware(AccessLog, writer=access_log)
+        proxy.metrics.access_log_dropped = lambda: access_log.dropped
     return app
 
 

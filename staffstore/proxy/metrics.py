@@ -90,6 +90,23 @@ class _Backlog(Collector):
             yield CounterMetricFamily(f"staffstore_receipts_{name}", help_text, value=value)
 
 
+class _AccessLogDropped(Collector):
+    """Access-log lines dropped because too many waited for the log's writer, read when scraped;
+    absent while the access log is off."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        if self._metrics.access_log_dropped is None:
+            return
+        yield CounterMetricFamily(
+            "staffstore_access_log_dropped_lines",
+            "Access-log lines dropped because too many were waiting for the log's writer.",
+            value=self._metrics.access_log_dropped(),
+        )
+
+
 class Metrics:
     """Counters and a latency histogram for one proxy process, in a registry of its own (two
     proxies in one process count apart); safe to use from any thread."""
@@ -140,6 +157,9 @@ class Metrics:
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
         self.registry.register(_Backlog(self))
+        #: How many access-log lines were dropped, when the access log is on.
+        self.access_log_dropped: Callable[[], int] | None = None
+        self.registry.register(_AccessLogDropped(self))
 
     def _owner(self, owner: str) -> str:
         if owner in self._owners or len(self._owners) < MAX_OWNER_LABELS:
