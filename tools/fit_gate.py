@@ -188,9 +188,10 @@ def fit_score(
     wd: list[tuple[str, str, int]],
     others: list[list[tuple[str, str, int]]],
     shape: dict[str, float],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], int]:
     """The filler words (from `wd`'s hits) and the trees, fitted on `wd` (weight
-    WORKDAY_WEIGHT) and the other labelled pairs; the parameters carry no calibration yet."""
+    WORKDAY_WEIGHT) and the other labelled pairs, and how many pairs reached the trees; the
+    parameters carry no calibration yet."""
     filler = learn_filler([(a, s) for a, s, label in wd if label == 1])
     no_trees = {"baseline": 0.0, "roots": [0], "feature": [0], "threshold": [0.0],
                 "left": [-1], "right": [-1], "value": [0.0]}  # fmt: skip
@@ -212,14 +213,14 @@ def fit_score(
             ys.append(label)
             ws.append(weight)
     trees = fit_trees(np.array(xs), np.array(ys, float), np.array(ws), shape)
-    return {
+    params = {
         "features": list(FEATURES),
         "filler": filler,
         "trees": trees,
         "trees_shape": shape,
         "calibration": [{"budget": 1.0, "threshold": 1.0}],
-        "scored_pairs": len(xs),
     }
+    return params, len(xs)
 
 
 def calibrate(
@@ -258,28 +259,28 @@ def cross_validate(
     calibrate as the shipped model is calibrated, and count what the other parity's turns get
     (each against its own claim, alone) at each budget; then the other way round."""
     for shape in shapes:
-        totals: Counter[tuple[float, str]] = Counter()
+        served: Counter[float] = Counter()  # held-out paraphrases served, by budget
+        false: Counter[float] = Counter()  # held-out near misses served, by budget
+        hits = misses = 0
         for parity in (0, 1):
             fitted = {cid: c for cid, c in claims.items() if int(cid[1:]) % 2 == parity}
             held = [t for t in turns if t["claim"] is not None and t["claim"] not in fitted]
             own = [t for t in turns if t["claim"] is None or t["claim"] in fitted]
-            model = GateModel(fit_score(workday_pairs(fitted, own), others, shape))
+            model = GateModel(fit_score(workday_pairs(fitted, own), others, shape)[0])
             points = calibrate({n: isolated_scores(model, p) for n, p in calibration_sets.items()})
             asked = [(t["text"], claims[t["claim"]]["question"], int(t["label"] == "hit"))
                      for t in held]  # fmt: skip
             scored = isolated_scores(model, asked)
+            hits += sum(label for label, _s, _p in scored)
+            misses += sum(1 - label for label, _s, _p in scored)
             for point in points:
-                key = point["budget"]
-                served = [label for label, strict, p in scored if strict or p >= point["threshold"]]
-                totals[key, "served"] += sum(served)
-                totals[key, "false"] += len(served) - sum(served)
-                totals[key, "hits"] += sum(label for label, _s, _p in scored)
-                totals[key, "misses"] += sum(1 - label for label, _s, _p in scored)
+                labels = [label for label, strict, p in scored if strict or p >= point["threshold"]]
+                served[point["budget"]] += sum(labels)
+                false[point["budget"]] += len(labels) - sum(labels)
         for budget in BUDGETS:
             print(
                 f"{json.dumps(shape, sort_keys=True)} budget {budget:.3f}: held-out paraphrases "
-                f"served {totals[budget, 'served']}/{totals[budget, 'hits']}, near misses "
-                f"served {totals[budget, 'false']}/{totals[budget, 'misses']}"
+                f"served {served[budget]}/{hits}, near misses served {false[budget]}/{misses}"
             )
 
 
@@ -321,8 +322,7 @@ def main() -> None:
         return
 
     wd = workday_pairs(claims, turns)
-    params = fit_score(wd, [stsb, paws_fit], TREES)
-    scored_pairs = params.pop("scored_pairs")
+    params, scored_pairs = fit_score(wd, [stsb, paws_fit], TREES)
     model = GateModel(params)
     calibration = calibrate({n: isolated_scores(model, p) for n, p in calibration_sets.items()})
     params["calibration"] = calibration
