@@ -67,13 +67,20 @@ _COUNTERS: tuple[tuple[str, str], ...] = (
 )
 
 
-class _Backlog(Collector):
-    """The writer's backlog, read when scraped."""
+class _ReadWhenScraped(Collector):
+    """What other parts count for themselves, read at each scrape: the writer's backlog and
+    the access log's dropped lines, each absent while its part is not running."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
+        if self._metrics.access_log_dropped is not None:
+            yield CounterMetricFamily(
+                "staffstore_access_log_dropped_lines",
+                "Access-log lines dropped because too many were waiting for the log's writer.",
+                value=self._metrics.access_log_dropped(),
+            )
         if self._metrics.backlog is None:
             return
         counts: BacklogCounts = self._metrics.backlog()
@@ -88,23 +95,6 @@ class _Backlog(Collector):
             ("lost", counts.lost, "Turns the store refused even as a bare receipt."),
         ):
             yield CounterMetricFamily(f"staffstore_receipts_{name}", help_text, value=value)
-
-
-class _AccessLogDropped(Collector):
-    """Access-log lines dropped because too many waited for the log's writer, read when scraped;
-    absent while the access log is off."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
-
-    def collect(self) -> Iterator[Metric]:
-        if self._metrics.access_log_dropped is None:
-            return
-        yield CounterMetricFamily(
-            "staffstore_access_log_dropped_lines",
-            "Access-log lines dropped because too many were waiting for the log's writer.",
-            value=self._metrics.access_log_dropped(),
-        )
 
 
 class Metrics:
@@ -156,10 +146,9 @@ class Metrics:
         self._owners: set[str] = set()
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
-        self.registry.register(_Backlog(self))
         #: How many access-log lines were dropped, when the access log is on.
         self.access_log_dropped: Callable[[], int] | None = None
-        self.registry.register(_AccessLogDropped(self))
+        self.registry.register(_ReadWhenScraped(self))
 
     def _owner(self, owner: str) -> str:
         if owner in self._owners or len(self._owners) < MAX_OWNER_LABELS:
