@@ -21,8 +21,9 @@ from staffstore.gate.scoring import (
 )
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
-from staffstore.text.alignment import FEATURES, align
+from staffstore.text.alignment import FEATURES, align, features
 from staffstore.text.matching import normalize
+from staffstore.text.similarity import MAX_PIECES, cosine, pieces
 from staffstore.text.slots import differences, focus, split_lead
 
 if TYPE_CHECKING:
@@ -227,6 +228,97 @@ def test_only_capitals_and_matching_initials_are_read_as_an_acronym() -> None:
     assert "nsm" in spelled("owner of the NSM dashboard?", "Who owns the sales dashboard?")
     # Both sides naming the acronym align as they are.
     assert spelled("Who owns the FF platform?", "Who owns the FF platform?")[0] == "ff"
+
+
+def test_words_an_acronym_s_own_side_has_are_not_what_it_stands_for() -> None:
+    # "AR" after "alcohol rehab" is a state, not those two words again.
+    stored = "Which is a suitable inpatient drug and alcohol rehab center in Calhoun County AR?"
+    other = "Which is a suitable rehab center in Calhoun County AL?"
+    assert spelled(stored, other)[-1] == "ar"
+
+
+def test_one_acronym_in_place_of_another_is_another_name() -> None:
+    found = differences(
+        "Which is a suitable inpatient drug and alcohol rehab center in Calhoun County AL?",
+        "Which is a suitable inpatient drug and alcohol rehab center in Calhoun County AR?",
+    )
+    assert [(d.slot, d.asked, d.stored) for d in found] == [("name", ("al",), ("ar",))]
+    # An acronym one side adds or spells out is shorthand, not a difference.
+    assert differences(
+        "which DAG lands stripe_charges in the prod DWH?",
+        "Which DAG loads the stripe_charges table into the production warehouse?",
+    ) == []
+    assert differences("Who owns the GHA runners?", "who owns the github actions runners?") == []
+    # Text typed all in capitals says nothing by its capitals (the words are still compared).
+    shouted = differences("WHO OWNS THE BIG RUNNERS?", "WHO OWNS THE NEW RUNNERS?")
+    assert all(d.slot != "name" for d in shouted)
+
+
+def test_a_one_letter_unit_is_read_only_in_lower_case() -> None:
+    # "5S" names a model; "5s" is five seconds.
+    assert [d.slot for d in differences(
+        "How long does an iPhone 5 battery last?", "How long does the battery on my iPhone 5S last?"
+    )] == ["number_or_date"]  # fmt: skip
+    assert differences("Why is the timeout 5s?", "Why is the timeout 5 seconds?") == []
+
+
+def test_an_ordinal_stays_with_its_noun() -> None:
+    found = default_model().assess(
+        "The 1st constituency of Finistere is a French constituency in the Finistere department.",
+        "The French constituency of Finistere is a 1st constituency in the Finistere department.",
+    )
+    assert found.reason == "word_order"
+
+
+def test_a_noun_beside_a_year_or_an_ordinal_is_not_a_kind_noun() -> None:
+    # "biology" narrows the question; it does not say what kind of thing "11th" is.
+    model = default_model()
+    narrowed = model.assess(
+        "How can I study for class 11th?", "How can I study for class 11th biology?"
+    )
+    same = model.assess("How can I study for class 11th?", "How should I study for class 11th?")
+    assert narrowed.stored_only == ("biology",)
+    assert narrowed.probability is not None and same.probability is not None
+    assert narrowed.probability < same.probability
+
+
+def test_a_rare_word_cut_into_many_pieces_has_no_embedding_to_compare() -> None:
+    assert pieces("zervodexios") > MAX_PIECES
+    assert cosine("zervodexios", "cervodexiosis") == 0.0
+    assert cosine("failing", "broke") > 0.0
+    found = default_model().assess(
+        "Zervodexios is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
+        "Cervodexiosis is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
+    )
+    assert found.reason == "substitution"
+
+
+def test_rolling_back_a_deploy_is_the_opposite_of_deploying() -> None:
+    found = differences(
+        "How long does rolling back the payments-gateway deployment take in production?",
+        "How long does a rolling deploy of payments-gateway take in production?",
+    )
+    assert [d.slot for d in found] == ["polarity"]
+    # Both sides undoing a deploy, in two words, ask one thing.
+    assert differences("Why did the deploy get rolled back?", "Why was the deploy reverted?") == []
+
+
+def test_the_order_of_every_word_is_measured_beside_the_content_words() -> None:
+    def order_all(asked: str, stored: str) -> float:
+        model = default_model()
+        values = features(asked, stored, align(asked, stored), model.filler)
+        return values[FEATURES.index("order_all")]
+
+    # The same content words in the same order, function words dropped or swapped: all kept.
+    assert order_all(
+        "Why did p99 latency on the search endpoint double last week?",
+        "Why did the p99 latency of the search endpoint double last week?",
+    ) == 1.0
+    # The same words rearranged around the content words (PAWS's hardest negatives): not.
+    assert order_all(
+        "Both daughters died before he did, in Tosca in 1976.",
+        "Both daughters did before he died, in Tosca in 1976.",
+    ) < 1.0
 
 
 def test_a_wrapper_scores_higher_than_an_added_requirement() -> None:

@@ -27,7 +27,17 @@ import numpy as np
 from .lexicon import canonical
 from .similarity import similarity, text_cosine
 from .slots import FOCUS, YES_NO, names, split_lead
-from .words import FUNCTION_WORDS, MONTHS, WEEKDAYS, Word, content_words, weight, words
+from .words import (
+    FUNCTION_WORDS,
+    MONTHS,
+    WEEKDAYS,
+    Word,
+    acronyms,
+    content_words,
+    initials,
+    weight,
+    words,
+)
 
 Filler = dict[str, float]
 
@@ -42,7 +52,7 @@ SUBSTITUTE = 0.4
 FEATURES = (
     "cov_q", "cov_c", "min_cov", "unal_q", "unal_c", "max_unal", "sent", "jacc", "order",
     "len_gap", "n_unal_q", "n_unal_c", "min_unal", "context_kept", "shared_mass", "ids_shared",
-    "lead_unal", "beside_unal",
+    "lead_unal", "beside_unal", "order_all",
 )  # fmt: skip
 # Where a word stands, which decides how much leaving it out says: in the question itself
 # ("core"), in a lead-in before it ("for the postmortem: ..."), or beside an identifier, where a
@@ -51,8 +61,6 @@ FEATURES = (
 Role = str
 
 _CALENDAR_WORDS = frozenset(MONTHS) | frozenset(WEEKDAYS)
-#: A word typed in capitals, two to five letters: an acronym, perhaps.
-_CAPITALS = re.compile(r"\b[A-Z]{2,5}\b")
 _WH = re.compile(r"\b(?:who|when|where|why|what|which|whats)\b", re.IGNORECASE)
 
 
@@ -91,34 +99,23 @@ def _acronyms_spelled(
     """An acronym typed in capitals here ("FS", "FRT", "ATC") whose letters are the initials of
     consecutive words there ("feature store", "first response time", "add-to-cart") becomes
     those words, so the two align word by word. Only capitals count: "tix" or "recs" is a
-    shortening (similarity.py), and a lower-case pair of letters names too many things."""
+    shortening (similarity.py), and a lower-case pair of letters names too many things. Words
+    this side already has are not what its acronym stands for ("alcohol rehab center in
+    Calhoun County AR")."""
     keys = {w.key for w in other}
-    capitals = {m.lower() for m in _CAPITALS.findall(text)}
+    capitals = acronyms(text)
     if not capitals & {w.surface for w in side}:
         return side
+    own = {w.key for w in side}
     tokens = [w for w in words(other_text) if w.surface.isalpha()]
     out: list[Word] = []
     for word in side:
-        run = _initials(word.surface, tokens) if word.surface in capitals else None
-        if run is not None and word.key not in keys:
+        run = initials(word.surface, tokens) if word.surface in capitals else None
+        if run is not None and word.key not in keys and not any(w.key in own for w in run):
             out.extend(w for w in run if w.kind != "func")
         else:
             out.append(word)
     return out
-
-
-def _initials(letters: str, tokens: list[Word]) -> list[Word] | None:
-    """The first run of consecutive tokens whose initials spell `letters`, starting and ending
-    on a word that is not a function word."""
-    n = len(letters)
-    for start in range(len(tokens) - n + 1):
-        run = tokens[start : start + n]
-        spelled = all(
-            w.surface[0] == ch and len(w.surface) > 1 for w, ch in zip(run, letters, strict=True)
-        )
-        if spelled and run[0].kind != "func" and run[-1].kind != "func":
-            return run
-    return None
 
 
 @dataclass(frozen=True)
@@ -146,9 +143,23 @@ def _places(text: str) -> tuple[frozenset[str], frozenset[str]]:
         w.key
         for i, w in enumerate(content)
         if w.kind == "word"
-        and any(0 <= j < len(content) and content[j].kind == "id" for j in (i - 1, i + 1))
+        and any(0 <= j < len(content) and _names_a_thing(content[j]) for j in (i - 1, i + 1))
     )
     return lead_keys, beside
+
+
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
+
+
+def _names_a_thing(word: Word) -> bool:
+    """An identifier with letters in it ("orders_daily", "v14"): a noun beside it may only say
+    what kind of thing it is. A number, a year or an ordinal names nothing ("class 11th
+    biology", "smartphone accessories in 2016")."""
+    return (
+        word.kind == "id"
+        and any(ch.isalpha() for ch in word.key)
+        and not _ORDINAL.fullmatch(word.key)
+    )
 
 
 def _roles(side: list[Word], text: str) -> list[Role]:
@@ -235,7 +246,10 @@ def order_pieces(a: Alignment, *, plain_only: bool = True) -> int:
 
 
 def _pinned(word: Word) -> bool:
-    return word.kind == "id" or word.surface in _CALENDAR_WORDS
+    """A word the slots compare, which may move freely ("on Sunday" / "Sunday's"): a number, a
+    date or an identifier, but not an ordinal, which stays with its noun ("the 1st round")."""
+    ordinal = word.kind == "id" and _ORDINAL.fullmatch(word.key) is not None
+    return (word.kind == "id" and not ordinal) or word.surface in _CALENDAR_WORDS
 
 
 def _without_pinned_phrases(toks: tuple[Word, ...]) -> list[Word]:
@@ -268,7 +282,7 @@ def swapped(asked: str, stored: str) -> list[str]:
     B to A", "A defeated B" / "B defeated A"); a moved phrase keeps its neighbours."""
     a, b = _neighbours(asked), _neighbours(stored)
     # Numbers, dates and identifiers are pinned by the slots and move freely ("on Sunday").
-    pinned = {t.key for t in words(asked) + words(stored) if t.kind == "id"}
+    pinned = {t.key for t in words(asked) + words(stored) if _pinned(t)}
     shared = [w for w in a if w in b and w not in pinned]
     for i, x in enumerate(shared):
         for y in shared[i + 1 :]:
@@ -374,4 +388,24 @@ def features(asked: str, stored: str, a: Alignment, filler: Filler) -> list[floa
         sum(1 for w, s in zip(c, a.stored_best, strict=True) if s >= ALIGNED and w.kind == "id"),
         aside["lead"],
         aside["beside"],
+        _order_of_all_words(asked, stored),
     ]
+
+
+def _order_of_all_words(asked: str, stored: str) -> float:
+    """Of the pairs of tokens both texts have once each, function words included, the share
+    in the same order. Content words alone cannot tell "why did p99 latency on the search
+    endpoint double" / "why did the p99 latency of the search endpoint double" from "both
+    daughters died before he did" / "both daughters did before he died": the function words
+    can."""
+    q = [t.key for t in words(asked)]
+    c = [t.key for t in words(stored)]
+    once = {k for k in q if q.count(k) == 1} & {k for k in c if c.count(k) == 1}
+    where = {k: i for i, k in enumerate(c) if k in once}
+    placed = [where[k] for k in q if k in once]
+    pairs = len(placed) * (len(placed) - 1) // 2
+    if not pairs:
+        return 1.0
+    kept = sum(1 for i, a in enumerate(placed) for b in placed[i + 1 :] if a < b)
+    return kept / pairs
+

@@ -88,8 +88,22 @@ def text_vector(text: str) -> Vector:
     return _embed(text)
 
 
+#: A word the tokenizer cuts into more pieces than this has no embedding of its own: the mean of
+#: its pieces ("zerv", "ode", "x", "ios") makes two unrelated rare names look alike.
+MAX_PIECES = 2
+
+
+@lru_cache(maxsize=200_000)
+def pieces(word: str) -> int:
+    tokenizer, _table_rows = _table()
+    return len(tokenizer.encode(word, add_special_tokens=False).ids)
+
+
 def cosine(a: str, b: str) -> float:
-    """Embedding cosine of two words, 0 when they point apart."""
+    """Embedding cosine of two words, 0 when they point apart or either has no embedding of
+    its own (see MAX_PIECES)."""
+    if pieces(a) > MAX_PIECES or pieces(b) > MAX_PIECES:
+        return 0.0
     return max(0.0, float(word_vector(a) @ word_vector(b)))
 
 

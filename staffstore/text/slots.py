@@ -31,7 +31,18 @@ from functools import lru_cache
 
 from .lexicon import canonical
 from .spelling import same_word
-from .words import FUNCTION_WORDS, MONTHS, WEEKDAYS, Word, is_common, month, prepare, words
+from .words import (
+    FUNCTION_WORDS,
+    MONTHS,
+    WEEKDAYS,
+    Word,
+    acronyms,
+    initials,
+    is_common,
+    month,
+    prepare,
+    words,
+)
 
 # Opposites: a word of one side of a row against a word of the other is another question.
 _POLARITY_ROWS = [
@@ -74,6 +85,7 @@ _POLARITY_ROWS = [
     ("primary master", "replica secondary"),
     ("most", "least"),
     ("largest biggest", "smallest"),
+    ("deploy deployed deploying deployment rollout release", "rollback revert reverted"),
 ]  # fmt: skip
 
 
@@ -195,6 +207,7 @@ _NOT_SUPERLATIVE = frozenset(
 # A capitalised word that does not start a sentence: a product, team or tier name.
 # One glued to an identifier by a hyphen ("Sev-2") is part of the identifier, not a name.
 _NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)")
+_ROLL_BACK = re.compile(r"\broll(?:s|ed|ing)?[\s-]+back\b")
 _PARTICLE_UP = re.compile(
     r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
     r"start|mark|scale)[\s-]+up\b"
@@ -371,6 +384,7 @@ def slots(text: str) -> Slots:
     for _name, pattern in _FREQUENCY:
         without_frequency = pattern.sub(" ", without_frequency)
     polar_text = _PARTICLE_UP.sub(" ", low)  # "sign-up", "set up": a particle, not a direction
+    polar_text = _ROLL_BACK.sub(" rollback ", polar_text)  # "rolling back" undoes a deploy
     polar = [(w, _polar_places(w)) for w in re.findall(r"[a-z]+", polar_text)]
     # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
     dated = bool(_MONTH_DAY.search(low))
@@ -476,7 +490,8 @@ def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
     return False
 
 
-def _name_covered(name: str, other: tuple[Word, ...]) -> bool:
+def _name_covered(name: str, other: tuple[Word, ...], own: tuple[Word, ...] = ()) -> bool:
+    """Whether the other question names `name` (a word of `own`), perhaps written another way."""
     folded = canonical(name)
     for word in other:
         if word.surface == name or word.key == folded:
@@ -488,6 +503,15 @@ def _name_covered(name: str, other: tuple[Word, ...]) -> bool:
         short = word.surface  # "tf" for Terraform, "PG" for Postgres, "GH" for GitHub
         if len(short) <= 4 and len(name) >= 2 * len(short) and part_match(short, name):
             return True
+        # An acronym of three letters or more for one long word ("ALB" / "albums" aside: the
+        # word must be twice as long); two letters abbreviate too many words ("AL" / "alcohol").
+        if 3 <= len(name) <= 5 and len(short) >= 2 * len(name) and part_match(name, short):
+            return True
+    # An acronym for consecutive words: "GHA" / "GitHub Actions", "ATC" / "add-to-cart".
+    # The words its own side spells out are not what it stands for ("alcohol rehab ... AR").
+    run = initials(name, [w for w in other if w.surface.isalpha()]) if len(name) <= 5 else None
+    if run and not {w.key for w in run} & {w.key for w in own}:
+        return True
     return identifier_covered(name, other)  # "FeatureView" / "feature view"
 
 
@@ -535,6 +559,14 @@ def differences(asked: str, stored: str) -> list[Difference]:
     missing_b = frozenset(n for n in b.names if not _name_covered(n, ta))
     if missing_a or missing_b:
         differ("name", missing_a, missing_b)
+    else:
+        # An acronym one side adds or drops is shorthand as often as not ("prod DWH", "MFA");
+        # one acronym in place of another names another thing ("County AL" / "County AR").
+        alone_a = frozenset(n for n in acronyms(asked) if not _name_covered(n, tb, ta))
+        alone_b = frozenset(n for n in acronyms(stored) if not _name_covered(n, ta, tb))
+        alone_a, alone_b = alone_a - FUNCTION_WORDS, alone_b - FUNCTION_WORDS
+        if alone_a and alone_b:
+            differ("name", alone_a, alone_b)
     lone_a = frozenset(i for i in a.identifiers if not identifier_covered(i, tb))
     lone_b = frozenset(i for i in b.identifiers if not identifier_covered(i, ta))
     if lone_a or lone_b:

@@ -60,10 +60,16 @@ _UNITS = {
 _TOKEN = re.compile(r"[^\W_]+(?:[._/:@+#\-^~][^\W_]+)*%?|[%$#]|[^\s\w]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _SLASH_DATE = re.compile(r"\b(1[0-2]|0?[1-9])/([12]\d|3[01]|0?[1-9])\b(?!/)")
+# A one-letter unit is a unit only in lower case: "5S" is a model, "5M" five million, "3D" no
+# duration; the longer ones are read in any case ("10GB", "500MS").
 _NUMBER_UNIT = re.compile(
-    r"\b(\d+(?:\.\d+)?)(h|hr|hrs|m|min|mins|s|sec|secs|d|ms|k|gb|mb|tb|x)\b", re.IGNORECASE
+    r"\b(\d+(?:\.\d+)?)((?i:hrs|hr|mins|min|secs|sec|ms|gb|mb|tb|k|x)|[hmsd])\b"
 )
 _VERSION = re.compile(r"v\d+(?:\.\d+)*")
+
+
+#: A word typed in capitals, two to five letters: an acronym, perhaps ("ALB", "GHA", "AL").
+_CAPITALS = re.compile(r"\b[A-Z]{2,5}\b")
 
 
 @dataclass(frozen=True)
@@ -186,3 +192,25 @@ def weight(word: Word) -> float:
     if found is None:
         found = zipf(word.key)
     return 1.5 if found is None else min(1.5, max(0.1, (7.0 - found) / 3.5))
+
+
+def acronyms(text: str) -> frozenset[str]:
+    """The words typed in capitals ("ALB", "GHA"), lower-cased; none in a text typed all in
+    capitals, where capitals say nothing."""
+    if text.upper() == text:
+        return frozenset()
+    return frozenset(m.lower() for m in _CAPITALS.findall(text))
+
+
+def initials(letters: str, tokens: list[Word]) -> list[Word] | None:
+    """The first run of consecutive words whose initials spell `letters` ("feature store" for
+    "fs", "add to cart" for "atc"), starting and ending on a word that is not a function word."""
+    n = len(letters)
+    for start in range(len(tokens) - n + 1):
+        run = tokens[start : start + n]
+        spelled = all(
+            w.surface[0] == ch and len(w.surface) > 1 for w, ch in zip(run, letters, strict=True)
+        )
+        if spelled and run[0].kind != "func" and run[-1].kind != "func":
+            return run
+    return None
