@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 ClaimStatus = Literal["live", "superseded", "retracted", "expired"]
 ClaimSource = Literal["job", "chat", "manual"]
@@ -35,6 +35,17 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+#: Text with something in it besides whitespace: an owner, a question or a task of spaces
+#: would pass a length check and name nothing.
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -42,9 +53,9 @@ class _Model(BaseModel):
 class NewClaim(_Model):
     """A finding to store. Identity is a hash over these fields (see identity.claim_id)."""
 
-    owner: str = Field(min_length=1, max_length=200)
-    question: str = Field(min_length=1, max_length=20_000)
-    answer: str = Field(min_length=1, max_length=200_000)
+    owner: NonBlank = Field(min_length=1, max_length=200)
+    question: NonBlank = Field(min_length=1, max_length=20_000)
+    answer: NonBlank = Field(min_length=1, max_length=200_000)
     agent: str | None = None
     source: ClaimSource = "manual"
     job_id: str | None = None
@@ -53,13 +64,6 @@ class NewClaim(_Model):
     revision: str | None = None
     inputs_fingerprint: str | None = None
     expires_at: datetime | None = None
-
-    @field_validator("owner", "question", "answer")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
 
     @field_validator("expires_at")
     @classmethod

@@ -94,7 +94,7 @@ def test_workday_dev_lists_false_hits_for_tuning_only(
     written = path.read_text("utf-8")
     for tid, claim, *_ in TURNS:
         if claim == "D101" or tid == "U1052":
-            assert f"\"{tid}\"" not in written
+            assert f'"{tid}"' not in written
     assert "what colour" not in written.lower() and "2019" not in written
 
 

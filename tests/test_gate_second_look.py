@@ -244,10 +244,13 @@ def test_one_acronym_in_place_of_another_is_another_name() -> None:
     )
     assert [(d.slot, d.asked, d.stored) for d in found] == [("name", ("al",), ("ar",))]
     # An acronym one side adds or spells out is shorthand, not a difference.
-    assert differences(
-        "which DAG lands stripe_charges in the prod DWH?",
-        "Which DAG loads the stripe_charges table into the production warehouse?",
-    ) == []
+    assert (
+        differences(
+            "which DAG lands stripe_charges in the prod DWH?",
+            "Which DAG loads the stripe_charges table into the production warehouse?",
+        )
+        == []
+    )
     assert differences("Who owns the GHA runners?", "who owns the github actions runners?") == []
     # Text typed all in capitals says nothing by its capitals (the words are still compared).
     shouted = differences("WHO OWNS THE BIG RUNNERS?", "WHO OWNS THE NEW RUNNERS?")
@@ -310,15 +313,21 @@ def test_the_order_of_every_word_is_measured_beside_the_content_words() -> None:
         return values[FEATURES.index("order_all")]
 
     # The same content words in the same order, function words dropped or swapped: all kept.
-    assert order_all(
-        "Why did p99 latency on the search endpoint double last week?",
-        "Why did the p99 latency of the search endpoint double last week?",
-    ) == 1.0
+    assert (
+        order_all(
+            "Why did p99 latency on the search endpoint double last week?",
+            "Why did the p99 latency of the search endpoint double last week?",
+        )
+        == 1.0
+    )
     # The same words rearranged around the content words (PAWS's hardest negatives): not.
-    assert order_all(
-        "Both daughters died before he did, in Tosca in 1976.",
-        "Both daughters did before he died, in Tosca in 1976.",
-    ) < 1.0
+    assert (
+        order_all(
+            "Both daughters died before he did, in Tosca in 1976.",
+            "Both daughters did before he died, in Tosca in 1976.",
+        )
+        < 1.0
+    )
 
 
 def test_a_wrapper_scores_higher_than_an_added_requirement() -> None:

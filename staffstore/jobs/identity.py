@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..identity import canonical_json, content_hash
-from ..models import Job, JobKind, NewJob
+from ..models import Job, JobKind, NewJob, NonBlank
 from ..text.matching import compare, normalize
 
 #: The fields a reuse must match, in the order a decision names them (the owner always
@@ -30,10 +30,10 @@ class JobRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    owner: str = Field(min_length=1, max_length=200)
-    agent: str = Field(min_length=1, max_length=200)
+    owner: NonBlank = Field(min_length=1, max_length=200)
+    agent: NonBlank = Field(min_length=1, max_length=200)
     kind: JobKind
-    task: str = Field(min_length=1, max_length=20_000)
+    task: NonBlank = Field(min_length=1, max_length=20_000)
     repository: str | None = None
     profile: str | None = None
     revision: str | None = None
@@ -46,13 +46,6 @@ class JobRequest(BaseModel):
     command: list[str] | None = None
     #: When the job's result stops being reusable as prior work.
     expires_at: datetime | None = None
-
-    @field_validator("owner", "agent", "task")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
 
     @field_validator("inputs")
     @classmethod

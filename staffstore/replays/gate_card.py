@@ -31,12 +31,12 @@ METHOD = (
     "must agree, or the turn misses as `changed_requirement`, naming the slot. It then aligns "
     "the two questions' remaining words softly (a static word similarity, word rarity, learned "
     "filler words that a paraphrase adds or drops; an acronym typed in capitals against the "
-    "words whose initials it takes, \"FRT\" / \"first response time\"), and refuses two "
+    'words whose initials it takes, "FRT" / "first response time"), and refuses two '
     "words that traded places, a reordering beyond one moved phrase (`word_order`) and a word "
-    "swapped for an unrelated one (`substitution`). A lead-in before the question (\"for the "
-    "postmortem: ...\") and a "
-    "kind-noun beside an identifier (\"the finance.invoices table\") are measured apart from "
-    "the question's own words, and an indirect request (\"could you remind me when ...\") is "
+    'swapped for an unrelated one (`substitution`). A lead-in before the question ("for the '
+    'postmortem: ...") and a '
+    'kind-noun beside an identifier ("the finance.invoices table") are measured apart from '
+    'the question\'s own words, and an indirect request ("could you remind me when ...") is '
     "read for the question inside it. What is left is scored by gradient-boosted decision "
     "trees ({trees}) over the alignment's measures ({features}), fitted by "
     "`tools/fit_gate.py` and shipped as plain arrays. The user sets an error budget (the "

@@ -408,4 +408,3 @@ def _order_of_all_words(asked: str, stored: str) -> float:
         return 1.0
     kept = sum(1 for i, a in enumerate(placed) for b in placed[i + 1 :] if a < b)
     return kept / pairs
-

@@ -197,9 +197,7 @@ YES_NO = re.compile(
 )
 # "what" asks for a thing, which may be a quantity: "what CPU request" / "how much CPU".
 _WHAT_COMPATIBLE = frozenset({"what", "how_many", "how_much", "how_long"})
-_CALENDAR = frozenset(MONTHS) - {"may"} | frozenset(
-    (*WEEKDAYS, *"q1 q2 q3 q4 h1 h2".split())
-)
+_CALENDAR = frozenset(MONTHS) - {"may"} | frozenset((*WEEKDAYS, *"q1 q2 q3 q4 h1 h2".split()))
 _NOT_SUPERLATIVE = frozenset(
     "request interest latest test suggest digest contest harvest forest manifest honest modest "
     "invest ingest protest rest west guest quest nest chest attest arrest unrest".split()
