@@ -56,7 +56,8 @@ FAILURE_CLASSES = (
     "synonyms the static embedding puts far apart (lost / dropped, rollout / deploy) are "
     "refused as a substitution.",
     "- **Near misses whose difference is not a slot.** An opposite the slot list does not know "
-    "(rolling a deployment back against rolling it out), another requirement written as "
+    "(pausing a rollout against resuming it, archiving a table against restoring it), another "
+    "requirement written as "
     "ordinary words, or a different aspect of the same subject can align well and score high; "
     "at the looser budgets these are where the near-miss false hits come from.",
     "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "

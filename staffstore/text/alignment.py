@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -107,7 +108,7 @@ def _acronyms_spelled(
     if not capitals & {w.surface for w in side}:
         return side
     own = {w.key for w in side}
-    tokens = [w for w in words(other_text) if w.surface.isalpha()]
+    tokens = words(other_text)
     out: list[Word] = []
     for word in side:
         run = initials(word.surface, tokens) if word.surface in capitals else None
@@ -151,15 +152,15 @@ def _places(text: str) -> tuple[frozenset[str], frozenset[str]]:
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 
 
+def _ordinal(word: Word) -> bool:
+    return word.kind == "id" and _ORDINAL.fullmatch(word.key) is not None
+
+
 def _names_a_thing(word: Word) -> bool:
     """An identifier with letters in it ("orders_daily", "v14"): a noun beside it may only say
     what kind of thing it is. A number, a year or an ordinal names nothing ("class 11th
     biology", "smartphone accessories in 2016")."""
-    return (
-        word.kind == "id"
-        and any(ch.isalpha() for ch in word.key)
-        and not _ORDINAL.fullmatch(word.key)
-    )
+    return word.kind == "id" and any(ch.isalpha() for ch in word.key) and not _ordinal(word)
 
 
 def _roles(side: list[Word], text: str) -> list[Role]:
@@ -248,8 +249,7 @@ def order_pieces(a: Alignment, *, plain_only: bool = True) -> int:
 def _pinned(word: Word) -> bool:
     """A word the slots compare, which may move freely ("on Sunday" / "Sunday's"): a number, a
     date or an identifier, but not an ordinal, which stays with its noun ("the 1st round")."""
-    ordinal = word.kind == "id" and _ORDINAL.fullmatch(word.key) is not None
-    return (word.kind == "id" and not ordinal) or word.surface in _CALENDAR_WORDS
+    return (word.kind == "id" and not _ordinal(word)) or word.surface in _CALENDAR_WORDS
 
 
 def _without_pinned_phrases(toks: tuple[Word, ...]) -> list[Word]:
@@ -400,7 +400,8 @@ def _order_of_all_words(asked: str, stored: str) -> float:
     can."""
     q = [t.key for t in words(asked)]
     c = [t.key for t in words(stored)]
-    once = {k for k in q if q.count(k) == 1} & {k for k in c if c.count(k) == 1}
+    q_counts, c_counts = Counter(q), Counter(c)
+    once = {k for k in q if q_counts[k] == 1 and c_counts[k] == 1}
     where = {k: i for i, k in enumerate(c) if k in once}
     placed = [where[k] for k in q if k in once]
     pairs = len(placed) * (len(placed) - 1) // 2

@@ -507,7 +507,7 @@ def _name_covered(name: str, other: tuple[Word, ...], own: tuple[Word, ...] = ()
             return True
     # An acronym for consecutive words: "GHA" / "GitHub Actions", "ATC" / "add-to-cart".
     # The words its own side spells out are not what it stands for ("alcohol rehab ... AR").
-    run = initials(name, [w for w in other if w.surface.isalpha()]) if len(name) <= 5 else None
+    run = initials(name, other) if len(name) <= 5 else None
     if run and not {w.key for w in run} & {w.key for w in own}:
         return True
     return identifier_covered(name, other)  # "FeatureView" / "feature view"

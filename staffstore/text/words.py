@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -202,9 +203,11 @@ def acronyms(text: str) -> frozenset[str]:
     return frozenset(m.lower() for m in _CAPITALS.findall(text))
 
 
-def initials(letters: str, tokens: list[Word]) -> list[Word] | None:
+def initials(letters: str, tokens: Sequence[Word]) -> list[Word] | None:
     """The first run of consecutive words whose initials spell `letters` ("feature store" for
-    "fs", "add to cart" for "atc"), starting and ending on a word that is not a function word."""
+    "fs", "add to cart" for "atc"), starting and ending on a word that is not a function word.
+    Only words of letters count: numbers and identifiers between them are skipped."""
+    tokens = [w for w in tokens if w.surface.isalpha()]
     n = len(letters)
     for start in range(len(tokens) - n + 1):
         run = tokens[start : start + n]
