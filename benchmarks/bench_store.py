@@ -91,6 +91,22 @@ def make_queries(claims: list[dict[str, str]], count: int, seed: int) -> list[st
     return queries
 
 
+class FullCollections:
+    """A gc.callbacks hook that times the collector's full (generation 2) collections."""
+
+    def __init__(self) -> None:
+        self.milliseconds: list[float] = []
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.milliseconds.append((time.perf_counter() - self._began) * 1000.0)
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -115,17 +131,21 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     # The harness holds N synthetic claims in memory; the gate does not. Freeze them out of
     # the garbage collector's scans so a collection of the harness's own heap is not timed
     # as a slow lookup.
+    # (The proxy freezes what it loaded at startup the same way.)
     gc.collect()
     gc.freeze()
     latencies, hits = [], 0
+    pauses = FullCollections()
     async with StaffStore.open(db) as store:
         for text in queries[:200]:  # warm the page cache and the normaliser
             await query_first(store, Turn(owner="bench", text=text))
+        gc.callbacks.append(pauses)
         for text in queries:
             began = time.perf_counter()
             decision = await query_first(store, Turn(owner="bench", text=text))
             latencies.append((time.perf_counter() - began) * 1000.0)
             hits += decision.hit
+        gc.callbacks.remove(pauses)
     gc.unfreeze()
 
     lines = "".join(json.dumps({"owner": "bench", "text": q}) + "\n" for q in queries * 2)
@@ -150,6 +170,12 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
             "p90": round(percentile(latencies, 0.90), 3),
             "p99": round(percentile(latencies, 0.99), 3),
             "mean": round(statistics.fmean(latencies), 3),
+        },
+        # What the caches the gate fills cost the garbage collector: each full collection
+        # walks every object they hold, and stops every lookup while it does.
+        "full_collections": {
+            "count": len(pauses.milliseconds),
+            "max_ms": round(max(pauses.milliseconds, default=0.0), 1),
         },
         "batch_jsonl": {
             "queries": batch_queries,
@@ -177,6 +203,8 @@ async def main() -> None:
                 f"{size:>7} claims: import {result['import_seconds']:.2f}s"
                 f" | query_first p50 {q['p50']:.3f} ms p99 {q['p99']:.3f} ms"  # type: ignore[index]
                 f" | hits {result['hit_fraction']:.0%}"
+                f" | full GCs {result['full_collections']['count']}"  # type: ignore[index]
+                f" up to {result['full_collections']['max_ms']:.0f} ms"  # type: ignore[index]
                 f" | query --jsonl {b['queries_per_second']:.0f}/s"  # type: ignore[index]
             )
     report = {

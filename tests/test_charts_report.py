@@ -306,6 +306,7 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
                         "claims": 100000,
                         "import_seconds": 12.345,
                         "query_first_ms": {"p50": 1.234, "p99": 4.321},
+                        "full_collections": {"count": 3, "max_ms": 211.6},
                         "batch_jsonl": {"queries_per_second": 777.0},
                     }
                 ]
@@ -318,7 +319,7 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
         json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
     )
     text = results_markdown(read_ledgers(folder))
-    assert "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 777/s |" in text
+    assert "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 3, up to 212 ms | 777/s |" in text
 
 
 def test_report_quotes_the_proxy_benchmark_ledger(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from staffstore.text.interning import EMPTY
 from staffstore.text.matching import compare, normalize
+from staffstore.text.slots import slots
 from staffstore.text.spelling import spelling_variants
+from staffstore.text.words import words
 
 
 def same(a: str, b: str) -> bool:
@@ -292,3 +295,16 @@ def test_british_and_american_spellings_are_one_word(asked: str, stored: str) ->
 @pytest.mark.parametrize(("one", "other"), [("four", "for"), ("filled", "filed"), ("tour", "tor")])
 def test_a_spelling_rule_does_not_join_two_words(one: str, other: str) -> None:
     assert not spelling_variants(one, other)
+
+
+def test_analyses_share_their_empty_sets_and_their_words() -> None:
+    # A server caches tens of thousands of these; every distinct object is one more for the
+    # garbage collector to walk, so the empty sets and recurring words are one object each.
+    one, other = normalize("why did the nightly backup fail"), normalize("who owns the cron host")
+    assert one.makers is EMPTY and other.makers is EMPTY and one.names is other.names
+    assert slots("why did the nightly backup fail").identifiers is EMPTY
+    first = words("why did the nightly backup fail?")
+    second = words("did the nightly backup fail on sunday?")
+    assert {id(w) for w in first if w.surface == "backup"} == {
+        id(w) for w in second if w.surface == "backup"
+    }

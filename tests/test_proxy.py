@@ -4,6 +4,7 @@ working-set modes and the side endpoints, through a real server and the official
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -544,6 +545,32 @@ def test_metrics_are_prometheus_text(server: Server, fake: FakeOpenRouter) -> No
     assert buckets == sorted(buckets) and buckets[-1] >= 1
     count = samples['staffstore_request_duration_seconds_count{outcome="hit"}']
     assert buckets[-1] == count
+
+
+def _samples(text: str) -> dict[str, float]:
+    return {
+        name: float(value)
+        for name, value in (line.rsplit(" ", 1) for line in text.splitlines())
+        if not name.startswith("#")
+    }
+
+
+def test_the_startup_heap_is_frozen_and_collector_pauses_are_timed(tmp_path: Path) -> None:
+    hooks = len(gc.callbacks)
+    with running_proxy(tmp_path / "gc.db") as running:
+        assert len(gc.callbacks) == hooks + 1
+        before = _samples(running.get("/metrics", key=METRICS_KEY).text)
+        # What the proxy loaded at startup (the gate's trees, the embedding) is left out of
+        # collections.
+        assert before["staffstore_gc_frozen_objects"] > 1_000
+        full = 'staffstore_gc_pause_seconds_count{generation="2"}'
+        # The server runs on a thread of this process: a full collection here is one it
+        # sits through.
+        gc.collect()
+        after = _samples(running.get("/metrics", key=METRICS_KEY).text)
+        assert after[full] >= before.get(full, 0.0) + 1
+    # Stopped, the proxy no longer hooks the collector.
+    assert len(gc.callbacks) == hooks
 
 
 def test_an_unknown_route_is_an_openai_shaped_404(server: Server) -> None:

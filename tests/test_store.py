@@ -245,6 +245,8 @@ async def test_similar_claims_fill_the_limit_from_the_owner_past_other_owners_ma
     words = [("kestrel", 1), ("zephyr", 1)]
     found = await store.run_sync(lambda sync: sync.similar_claims("alice", words, limit=5))
     assert [c.id for c in found] == [mine.id]
+    none = await store.run_sync(lambda sync: sync.similar_claims("alice", words, limit=0))
+    assert none == []
 
 
 HOSTILE_SEARCHES = [

@@ -55,6 +55,13 @@ SOFT_FLOOR = 0.3
 #: costs about a millisecond when the question is new to it).
 SOFT_MARGIN = 0.1
 
+#: The lookup reads the questions that hold all of the turn's this many rarest words (and, on
+#: widening, all of them but one).
+LOOKUP_WORDS = 3
+
+#: The second look also reads questions that share any of the turn's this many rarest words.
+SIMILAR_WORDS = 4
+
 #: How many of an owner's questions that share a rare word the widened lookup reads.
 SIMILAR_LIMIT = 8
 
@@ -359,7 +366,10 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     # usually enough. Only when none asks the same question do we widen to questions with all
     # but one of the rarest words, to forgive a typo and to find the nearest question for an
     # honest miss reason.
-    rarest, all_known = store.rarest_words(turn.owner, asked.search_words)
+    some_words, all_known = store.rarest_words(
+        turn.owner, asked.search_words, keep=max(LOOKUP_WORDS, SIMILAR_WORDS)
+    )
+    rarest = some_words[:LOOKUP_WORDS]
     rare = [word for word, _count in rarest]
     candidates = store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
     decision = decide(turn, candidates, second_look=False)
@@ -373,7 +383,6 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     seen.update(c.id for c in extra)
     # The second look also reads questions that share any of the turn's rarer words: a
     # paraphrase may keep the identifier and change every other word.
-    some_words, _ = store.rarest_words(turn.owner, asked.search_words, keep=4)
     similar_words = [(word, count) for word, count in some_words if count <= NEAR_SEARCH_MAX_COUNT]
     extra += [
         c

@@ -73,6 +73,7 @@ from ..working_set import DEFAULT_SYSTEM, build_working_set
 from .access_log import OWNER_SCOPE_KEY, AccessLog, AccessLogWriter
 from .bodies import PromoteBody
 from .config import ServeConfig, WorkingSetMode, hash_key
+from .heap import freeze_startup_heap, thaw_startup_heap
 from .jobs import JobEndpoints
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
 from .openapi import openapi_document
@@ -246,9 +247,13 @@ class Proxy:
         await self._store.defer_checkpoints(FALLBACK_PAGES)
         checkpointer = Checkpointer(self._store.path)
         checkpointer.start()
+        freeze_startup_heap()
+        self.metrics.watch_collections()
         try:
             yield
         finally:
+            self.metrics.stop_watching()
+            thaw_startup_heap()
             await self._writer.close()
             await http.aclose()
             await asyncio.to_thread(checkpointer.stop)

@@ -10,6 +10,7 @@ owner. A request refused before the gate (status `rejected`) is not a turn: it i
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 # The `_created` series (a start time per counter and label set) would double what a scrape
 # carries and tell nothing a restart counter does not.
 disable_created_metrics()  # type: ignore[no-untyped-call]
+
+#: Upper bounds of the garbage collector's pause histogram, in seconds: a young collection
+#: takes microseconds, a full one over a large cache hundreds of milliseconds.
+GC_PAUSE_BUCKETS: tuple[float, ...] = (0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 #: Upper bounds of the request latency histogram, in seconds: hits live in the first few,
 #: model calls in the last.
@@ -69,12 +74,18 @@ _COUNTERS: tuple[tuple[str, str], ...] = (
 
 class _ReadWhenScraped(Collector):
     """What other parts count for themselves, read at each scrape: the writer's backlog and
-    the access log's dropped lines, each absent while its part is not running."""
+    the access log's dropped lines, each absent while its part is not running; and how many
+    objects the garbage collector was told to leave alone."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "staffstore_gc_frozen_objects",
+            "Objects loaded at startup that the garbage collector no longer walks (gc.freeze).",
+            value=gc.get_freeze_count(),
+        )
         if self._metrics.access_log_dropped is not None:
             yield CounterMetricFamily(
                 "staffstore_access_log_dropped_lines",
@@ -143,6 +154,15 @@ class Metrics:
             "until done), which the first request would otherwise have waited for.",
             registry=self.registry,
         )
+        self._gc_pause = Histogram(
+            "staffstore_gc_pause_seconds",
+            "Time the garbage collector stopped every request, by generation: 2 is a full "
+            "collection, which walks every object the gate's caches hold.",
+            ["generation"],
+            buckets=GC_PAUSE_BUCKETS,
+            registry=self.registry,
+        )
+        self._gc_began = 0.0
         self._owners: set[str] = set()
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
@@ -191,6 +211,22 @@ class Metrics:
 
     def warmed_up(self, seconds: float) -> None:
         self._warm_up.set(seconds)
+
+    def watch_collections(self) -> None:
+        """Time the garbage collector's pauses from now on (until stop_watching)."""
+        gc.callbacks.append(self._on_collection)
+
+    def stop_watching(self) -> None:
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        # A collection holds the GIL from start to stop: no other one can begin in between.
+        if phase == "start":
+            self._gc_began = time.perf_counter()
+        else:
+            pause = time.perf_counter() - self._gc_began
+            self._gc_pause.labels(str(info["generation"])).observe(pause)
 
     def render(self) -> str:
         """The metrics in Prometheus' text exposition format."""

@@ -37,7 +37,8 @@ from .state_tables import StateTables
 _KEY_VERSION_SETTING = "search_key_version"
 
 
-#: How many ranked matches similar_claims checks the owner of at once.
+#: How many ranked matches similar_claims checks the owner of at once, after a first block of
+#: as many as it was asked for.
 _OWNER_CHECK_BLOCK = 32
 
 #: A notional collection size for similar_claims' word weights, ln(1 + scale / count): only
@@ -126,7 +127,7 @@ class SyncStore(StateTables, SyncJobs):
         match in one join read a table row per match: about 3 ms for the 700 questions that
         hold three words at 100,000 claims (FTS5's bm25 rank cost the same), against 1 ms.
         """
-        if not words:
+        if not words or limit < 1:
             return []
         reads = " UNION ALL ".join(
             "SELECT rowid, ? AS weight FROM claims_fts WHERE claims_fts MATCH ?" for _ in words
@@ -142,8 +143,14 @@ class SyncStore(StateTables, SyncJobs):
             )
         ]
         found: list[Claim] = []
-        for start in range(0, len(ranked), _OWNER_CHECK_BLOCK):
-            block = ranked[start : start + _OWNER_CHECK_BLOCK]
+        start = 0
+        while start < len(ranked):
+            # The first block holds just enough for an owner whose questions these all are
+            # (the usual case, a store per team); a claim read and not returned costs as much
+            # as one returned.
+            size = limit if start == 0 else _OWNER_CHECK_BLOCK
+            block = ranked[start : start + size]
+            start += size
             marks = ", ".join("?" for _ in block)
             rows = self.fetchall(
                 # "+c.owner": look the rows up by rowid, not by walking the owner's index.

@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
+from .interning import share_empty_sets
 from .lexicon import (
     COMMON_CONTENT,
     COUNTS,
@@ -74,6 +75,7 @@ class Normalized:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "content_set", frozenset(self.content))
+        share_empty_sets(self)
 
     @property
     def key(self) -> str:

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .interning import share_empty_sets
 from .lexicon import canonical
 from .spelling import same_word
 from .words import (
@@ -229,6 +230,9 @@ class Slots:
     identifiers: frozenset[str]
     superlatives: frozenset[str]
     names: frozenset[str]
+
+    def __post_init__(self) -> None:
+        share_empty_sets(self)
 
 
 @dataclass(frozen=True)

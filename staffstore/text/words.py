@@ -82,6 +82,11 @@ class Word:
     kind: WordKind
 
 
+#: A Word for (surface, key, kind), one object for each: the same words recur across the
+#: questions words() keeps (see interning.py), and the garbage collector walks each object.
+_shared_word = lru_cache(maxsize=131_072)(Word)
+
+
 @cache
 def _zipf_table() -> dict[str, float]:
     table: dict[str, float] = {}
@@ -161,7 +166,7 @@ def words(text: str) -> tuple[Word, ...]:
         for part in parts:
             if _is_identifier(part):
                 key = part.lower()
-                out.append(Word(key, key[1:] if _VERSION.fullmatch(key) else key, "id"))
+                out.append(_shared_word(key, key[1:] if _VERSION.fullmatch(key) else key, "id"))
             else:
                 out.extend(_word(part, raws, index, compound=len(parts) > 1))
     return tuple(out)
@@ -173,11 +178,13 @@ def _word(part: str, raws: list[str], index: int, *, compound: bool) -> list[Wor
     low = part.lower()
     acronym = part.isupper() and len(part) >= 2  # "IT", "US", "OR": a name here, not a word
     if low in _NUMBER_WORDS and not compound and (low != "one" or _one_is_a_number(raws, index)):
-        return [Word(low, _NUMBER_WORDS[low], "id")]
+        return [_shared_word(low, _NUMBER_WORDS[low], "id")]
     low = month(low)
     if low in FUNCTION_WORDS or low == "one":
-        return [Word(low, low + "_", "word")] if acronym else [Word(low, low, "func")]
-    return [Word(low, canonical(low), "word")]
+        if acronym:
+            return [_shared_word(low, low + "_", "word")]
+        return [_shared_word(low, low, "func")]
+    return [_shared_word(low, canonical(low), "word")]
 
 
 def content_words(text: str) -> list[Word]:

@@ -1,0 +1,23 @@
+"""Share the immutable pieces the gate's caches hold.
+
+A server keeps tens of thousands of analysed questions in its caches, and every frozenset and
+`Word` in them is an object the garbage collector walks on each full collection: at 100,000
+claims, 850,000 of them made pauses of up to half a second. Most of those sets are empty and
+most words recur, so one shared object can stand for each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+#: The one empty frozenset the analyses hold (CPython makes a new one for each frozenset()).
+EMPTY: frozenset[Any] = frozenset()
+
+
+def share_empty_sets(instance: Any) -> None:
+    """Point each empty frozenset field of a frozen dataclass at EMPTY (from __post_init__)."""
+    for field in fields(instance):
+        value = getattr(instance, field.name)
+        if type(value) is frozenset and not value and value is not EMPTY:
+            object.__setattr__(instance, field.name, EMPTY)
