@@ -24,6 +24,7 @@ from pathlib import Path
 
 from staffstore.gate import query_first, warm_up
 from staffstore.models import Turn
+from staffstore.proxy.heap import CollectionPauses
 from staffstore.store import StaffStore
 from staffstore.store.importer import read_claims, store_claims
 
@@ -91,22 +92,6 @@ def make_queries(claims: list[dict[str, str]], count: int, seed: int) -> list[st
     return queries
 
 
-class FullCollections:
-    """A gc.callbacks hook that times the collector's full (generation 2) collections."""
-
-    def __init__(self) -> None:
-        self.milliseconds: list[float] = []
-        self._began = 0.0
-
-    def __call__(self, phase: str, info: dict[str, int]) -> None:
-        if info["generation"] != 2:
-            return
-        if phase == "start":
-            self._began = time.perf_counter()
-        else:
-            self.milliseconds.append((time.perf_counter() - self._began) * 1000.0)
-
-
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -135,17 +120,23 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     gc.collect()
     gc.freeze()
     latencies, hits = [], 0
-    pauses = FullCollections()
+    full_ms: list[float] = []
+
+    def full_collection(generation: int, seconds: float) -> None:
+        if generation == 2:
+            full_ms.append(seconds * 1000.0)
+
+    pauses = CollectionPauses(full_collection)
     async with StaffStore.open(db) as store:
         for text in queries[:200]:  # warm the page cache and the normaliser
             await query_first(store, Turn(owner="bench", text=text))
-        gc.callbacks.append(pauses)
+        pauses.start()
         for text in queries:
             began = time.perf_counter()
             decision = await query_first(store, Turn(owner="bench", text=text))
             latencies.append((time.perf_counter() - began) * 1000.0)
             hits += decision.hit
-        gc.callbacks.remove(pauses)
+        pauses.stop()
     gc.unfreeze()
 
     lines = "".join(json.dumps({"owner": "bench", "text": q}) + "\n" for q in queries * 2)
@@ -174,8 +165,8 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         # What the caches the gate fills cost the garbage collector: each full collection
         # walks every object they hold, and stops every lookup while it does.
         "full_collections": {
-            "count": len(pauses.milliseconds),
-            "max_ms": round(max(pauses.milliseconds, default=0.0), 1),
+            "count": len(full_ms),
+            "max_ms": round(max(full_ms, default=0.0), 1),
         },
         "batch_jsonl": {
             "queries": batch_queries,

@@ -248,11 +248,11 @@ class Proxy:
         checkpointer = Checkpointer(self._store.path)
         checkpointer.start()
         freeze_startup_heap()
-        self.metrics.watch_collections()
+        self.metrics.collection_pauses.start()
         try:
             yield
         finally:
-            self.metrics.stop_watching()
+            self.metrics.collection_pauses.stop()
             thaw_startup_heap()
             await self._writer.close()
             await http.aclose()

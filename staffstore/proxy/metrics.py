@@ -27,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..models import Receipt
+from .heap import CollectionPauses
 
 if TYPE_CHECKING:
     from .writer import BacklogCounts
@@ -162,7 +163,9 @@ class Metrics:
             buckets=GC_PAUSE_BUCKETS,
             registry=self.registry,
         )
-        self._gc_began = 0.0
+        self.collection_pauses = CollectionPauses(
+            lambda generation, seconds: self._gc_pause.labels(str(generation)).observe(seconds)
+        )
         self._owners: set[str] = set()
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
@@ -211,22 +214,6 @@ class Metrics:
 
     def warmed_up(self, seconds: float) -> None:
         self._warm_up.set(seconds)
-
-    def watch_collections(self) -> None:
-        """Time the garbage collector's pauses from now on (until stop_watching)."""
-        gc.callbacks.append(self._on_collection)
-
-    def stop_watching(self) -> None:
-        if self._on_collection in gc.callbacks:
-            gc.callbacks.remove(self._on_collection)
-
-    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
-        # A collection holds the GIL from start to stop: no other one can begin in between.
-        if phase == "start":
-            self._gc_began = time.perf_counter()
-        else:
-            pause = time.perf_counter() - self._gc_began
-            self._gc_pause.labels(str(info["generation"])).observe(pause)
 
     def render(self) -> str:
         """The metrics in Prometheus' text exposition format."""

@@ -10,6 +10,7 @@ most words recur, so one shared object can stand for each.
 from __future__ import annotations
 
 from dataclasses import fields
+from functools import cache
 from typing import Any
 
 #: The one empty frozenset the analyses hold (CPython makes a new one for each frozenset()).
@@ -18,7 +19,14 @@ EMPTY: frozenset[Any] = frozenset()
 
 def share_empty_sets(instance: Any) -> None:
     """Point each empty frozenset field of a frozen dataclass at EMPTY (from __post_init__)."""
-    for field in fields(instance):
-        value = getattr(instance, field.name)
+    for name in _field_names(instance.__class__):
+        value = getattr(instance, name)
         if type(value) is frozenset and not value and value is not EMPTY:
-            object.__setattr__(instance, field.name, EMPTY)
+            object.__setattr__(instance, name, EMPTY)
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    # dataclasses.fields() builds its answer anew on each call: half the cost of constructing
+    # the analysis that calls this, and the gate constructs some on every comparison.
+    return tuple(field.name for field in fields(cls))
