@@ -290,10 +290,16 @@ def test_a_rare_word_cut_into_many_pieces_has_no_embedding_to_compare() -> None:
     assert cosine("zervodexios", "cervodexiosis") == 0.0
     assert cosine("failing", "broke") > 0.0
     found = default_model().assess(
-        "Zervodexios is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
-        "Cervodexiosis is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
+        "The zervodexios is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
+        "The cervodexiosis is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
     )
     assert found.reason == "substitution"
+    # Capitalised at the start of the sentence, the rare word is read as a name first.
+    named = default_model().assess(
+        "Zervodexios is a form of a Greek folk dance.",
+        "Cervodexiosis is a form of a Greek folk dance.",
+    )
+    assert named.reason == "name"
 
 
 def test_rolling_back_a_deploy_is_the_opposite_of_deploying() -> None:
@@ -394,9 +400,7 @@ async def test_the_second_look_serves_a_paraphrase_within_a_loose_budget(
     put: PutClaim, store: StaffStore
 ) -> None:
     claim = await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
-    decision = await ask(
-        store, "quick question: why did nightly backup fail sunday", gate_budget=LOOSE
-    )
+    decision = await ask(store, "nightly backup sunday failed why", gate_budget=LOOSE)
     assert (decision.outcome, decision.reason, decision.claim_id) == ("hit", "paraphrase", claim.id)
     assert decision.budget == LOOSE
     assert decision.threshold is not None and decision.score is not None
@@ -407,7 +411,7 @@ async def test_at_the_default_budget_the_same_turn_misses_and_says_by_how_much(
     put: PutClaim, store: StaffStore
 ) -> None:
     claim = await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
-    decision = await ask(store, "quick question: why did nightly backup fail sunday")
+    decision = await ask(store, "nightly backup sunday failed why")
     threshold = default_model().threshold(DEFAULT_BUDGET)
     assert decision.claim_id == claim.id
     assert decision.budget == DEFAULT_BUDGET and decision.threshold == threshold
@@ -471,7 +475,7 @@ def test_query_json_shows_the_score_the_threshold_and_the_budget(tmp_path: Any) 
                                 "--question", "Why did the nightly backup fail on Sunday?",
                                 "--answer", "The disk filled up."])  # fmt: skip
     assert added.exit_code == 0, added.output
-    turn = "quick question: why did nightly backup fail sunday"
+    turn = "nightly backup sunday failed why"
     result = runner.invoke(app, ["--db", db, "query", "--owner", "acme", "--json",
                                  "--gate-budget", str(LOOSE), turn])  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -492,7 +496,7 @@ def test_a_server_with_a_loose_budget_serves_a_paraphrase_the_default_does_not(
     from test_proxy_support import ADMIN_KEYS, ask, running_proxy
 
     question = "Why did the nightly backup fail on Sunday?"
-    turn = "quick question: why did nightly backup fail sunday"
+    turn = "nightly backup sunday failed why"
     outcomes = {}
     for budget in (None, LOOSE):
         with running_proxy(tmp_path / f"proxy-{budget}.db", gate_budget=budget) as server:
@@ -540,3 +544,49 @@ def test_loading_the_embedding_leaves_the_applications_logging_alone() -> None:
     )
     assert done.stdout.split() == ["0", str(logging.WARNING), "False"]
     assert done.stderr == ""
+
+
+def test_a_name_said_a_different_number_of_times_is_another_name() -> None:
+    # Both sides name Hollinwood, but one names it again where the other names Oldham alone.
+    found = differences(
+        "Is the Hollinwood Branch Canal a canal near Oldham in England?",
+        "Is the Hollinwood Branch Canal a canal near Hollinwood, in Oldham, England?",
+    )
+    assert [(d.slot, d.asked, d.stored) for d in found] == [
+        ("name", ("hollinwood",), ("hollinwood",))
+    ]
+    # Said once on each side, however the sentences differ, a name is the same name.
+    assert (
+        differences(
+            "Why did the Okta sync fail for Okta users?",
+            "For Okta users, why did the Okta sync fail?",
+        )
+        == []
+    )
+
+
+def test_a_first_word_no_dictionary_knows_is_read_as_a_name() -> None:
+    # A sentence's first word is capitalised anyway; one that is no common word is a name.
+    found = differences(
+        "Tres vidas distintas is a 1969 telenovela by Televisa.",
+        "vidas distintas is a 1969 telenovela by Televisa.",
+    )
+    assert [(d.slot, d.asked) for d in found] == [("name", ("tres",))]
+    # A common first word is not ("Show me ..."), and a first-word name the other side also
+    # says, in any case or place, agrees.
+    assert differences("Show me the Okta logs.", "the Okta logs, please") == []
+    assert (
+        differences("Airflow scheduler down - why?", "why did the airflow scheduler go down?") == []
+    )
+
+
+def test_two_letters_do_not_abbreviate_a_part_of_an_identifier() -> None:
+    found = differences(
+        "Which packages rebuild when shared/ui changes?",
+        "Which packages rebuild when shared/utils changes?",
+    )
+    assert [(d.slot, d.asked, d.stored) for d in found] == [
+        ("identifier", ("shared/ui",), ("shared/utils",))
+    ]
+    # Three letters or more still do.
+    assert differences("Who owns cert-mgr?", "Who owns cert-manager?") == []

@@ -47,7 +47,14 @@ ALIGNED = 0.8
 #: A word only one side has, weighing at least this (rarity times the filler factor), is a
 #: difference worth a look; lighter ones are the stuff paraphrases add and drop.
 HEAVY = 0.5
-#: A substitution whose closest pair is less alike than this asks about another thing.
+#: A substitution whose closest pair is less alike than this asks about another thing; a pair
+#: at least this alike is left to the score. Lower thresholds served more held-out paraphrases
+#: in `tools/fit_gate.py --cross-validate` (within workday_dev's tuning split, at the 0.1% /
+#: 0.5% / 5% budgets, of 400; near misses served at 5%, of 300): 0.4 gave 147 / 224 / 265 (4),
+#: 0.3 gave 154 / 239 / 281 (6), 0.2 gave 153 / 230 / 284 (8), no veto 130 / 226 / 332 (23).
+#: But at 0.3 the hostile replay's "renew" for "expire" (a TLS certificate) reached the score
+#: and was served at the default budget with 0.997: one swapped word in an otherwise identical
+#: question is what the score knows least about, so the veto stays at 0.4.
 SUBSTITUTE = 0.4
 
 FEATURES = (

@@ -206,6 +206,7 @@ _NOT_SUPERLATIVE = frozenset(
 # A capitalised word that does not start a sentence: a product, team or tier name.
 # One glued to an identifier by a hyphen ("Sev-2") is part of the identifier, not a name.
 _NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)")
+_FIRST_NAME = re.compile(r"^([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)")
 _ROLL_BACK = re.compile(r"\broll(?:s|ed|ing)?[\s-]+back\b")
 _PARTICLE_UP = re.compile(
     r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
@@ -260,8 +261,13 @@ def _environment(word: str) -> str | None:
 
 
 def names(text: str) -> frozenset[str]:
-    """Capitalised words inside a sentence ("Okta", "Premium"), months and function words aside."""
-    found = (month(m.lower()) for m in _NAME.findall(prepare(text).strip()))
+    """Capitalised words inside a sentence ("Okta", "Premium"), months and function words aside,
+    and a capitalised first word that is no common English word ("Tres vidas distintas ...")."""
+    prepared = prepare(text).strip()
+    found = [month(m.lower()) for m in _NAME.findall(prepared)]
+    first = _FIRST_NAME.match(prepared)
+    if first and not is_common(first.group(1)):
+        found.append(first.group(1).lower())
     return frozenset(
         n for n in found if n not in FUNCTION_WORDS and n not in _CALENDAR and n != "may"
     )
@@ -448,6 +454,19 @@ def part_match(a: str, b: str) -> bool:
     return len(short) >= 2 and short[0] == long[0] and is_subsequence(short, long)
 
 
+def _mentions(name: str, text: str) -> int:
+    """How many times a text says a name (as `names` reads it, in lower case)."""
+    return len(re.findall(rf"\b{re.escape(name)}\b", text.lower()))
+
+
+def _id_part_match(a: str, b: str) -> bool:
+    """`part_match` for the parts of two identifiers, where two letters abbreviate nothing:
+    "shared/ui" is not "shared/utils", though "cert-mgr" is "cert-manager"."""
+    if min(len(a), len(b)) < 3:
+        return a == b
+    return part_match(a, b)
+
+
 def _parts(identifier: str) -> list[str]:
     return [p for p in re.split(r"[-_./:]", identifier) if p]
 
@@ -466,7 +485,8 @@ def _same_identifier(a: str, b: str) -> bool:
     if common >= 6 and common >= max(len(a), len(b)) - 3:
         return True  # "oomkills" / "oomkilled"
     pa, pb = _parts(a), _parts(b)
-    return len(pa) == len(pb) > 1 and all(map(part_match, pa, pb))  # "cert-mgr" / "cert-manager"
+    # "cert-mgr" / "cert-manager"
+    return len(pa) == len(pb) > 1 and all(map(_id_part_match, pa, pb))
 
 
 def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
@@ -488,7 +508,7 @@ def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
     if len(parts) > 1 and all(p.isalpha() for p in parts):
         # Its parts in order, a word or two apart: "finance schema's invoices".
         rest = iter(surfaces)
-        return all(any(part_match(p, s) for s in rest) for p in parts)
+        return all(any(_id_part_match(p, s) for s in rest) for p in parts)
     return False
 
 
@@ -559,8 +579,15 @@ def differences(asked: str, stored: str) -> list[Difference]:
     ta, tb = words(asked), words(stored)
     missing_a = frozenset(n for n in a.names if not _name_covered(n, tb))
     missing_b = frozenset(n for n in b.names if not _name_covered(n, ta))
+    # The same name said a different number of times: a second thing it names, or another
+    # role ("the Hollinwood canal near Oldham" / "the Hollinwood canal near Hollinwood").
+    recounted = frozenset(
+        n for n in a.names & b.names if _mentions(n, asked) != _mentions(n, stored)
+    )
     if missing_a or missing_b:
         differ("name", missing_a, missing_b)
+    elif recounted:
+        differ("name", recounted, recounted)
     else:
         # An acronym one side adds or drops is shorthand as often as not ("prod DWH", "MFA");
         # one acronym in place of another names another thing ("County AL" / "County AR").
