@@ -59,7 +59,7 @@ CALIBRATION_SAMPLE = 6000
 #: 0.5% budgets, of 400; near misses served at 0.2%, of 300): 3.0 gave 116 / 164 / 204 (0),
 #: 6.0 gave 128 / 184 / 219 (1), 10.0 gave 120 / 203 / 237 (1): 6.0 serves most at the default
 #: budget. (Fitting on the workday pairs and STS-B alone, or with PAWS alone, served fewer at
-#: every budget: 52 and 22 of 400 at 0.1%, weight 3.0.)
+#: every budget: 52 and 22 of 400 at 0.1%, weight 3.0, before names were counted.)
 WORKDAY_WEIGHT = 6.0
 
 
