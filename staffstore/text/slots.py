@@ -205,8 +205,10 @@ _NOT_SUPERLATIVE = frozenset(
 )
 # A capitalised word that does not start a sentence: a product, team or tier name.
 # One glued to an identifier by a hyphen ("Sev-2") is part of the identifier, not a name.
-_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)")
-_FIRST_NAME = re.compile(r"^([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)")
+_CAPITALISED = r"([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)"
+_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b" + _CAPITALISED)
+# The first word is capitalised anyway: a name only when it is no common word (`names`).
+_FIRST_NAME = re.compile("^" + _CAPITALISED)
 _ROLL_BACK = re.compile(r"\broll(?:s|ed|ing)?[\s-]+back\b")
 _PARTICLE_UP = re.compile(
     r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
@@ -444,9 +446,14 @@ def numeronym_of(short: str, long: str) -> bool:
     )
 
 
-def part_match(a: str, b: str) -> bool:
-    """One part of an identifier written two ways: the same, a slip, or an abbreviation."""
-    if a == b or same_word(a, a, b, b):
+def part_match(a: str, b: str, *, exact_below: int = 0) -> bool:
+    """One part of an identifier written two ways: the same, a slip, or an abbreviation. A part
+    shorter than `exact_below` letters matches only itself."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < exact_below:
+        return False
+    if same_word(a, a, b, b):
         return True
     short, long = (a, b) if len(a) <= len(b) else (b, a)
     if numeronym_of(short, long):
@@ -454,17 +461,19 @@ def part_match(a: str, b: str) -> bool:
     return len(short) >= 2 and short[0] == long[0] and is_subsequence(short, long)
 
 
-def _mentions(name: str, text: str) -> int:
-    """How many times a text says a name (as `names` reads it, in lower case)."""
-    return len(re.findall(rf"\b{re.escape(name)}\b", text.lower()))
+#: Inside an identifier two letters abbreviate nothing: "shared/ui" is not "shared/utils",
+#: though "cert-mgr" is "cert-manager".
+_ID_PART_EXACT_BELOW = 3
 
 
-def _id_part_match(a: str, b: str) -> bool:
-    """`part_match` for the parts of two identifiers, where two letters abbreviate nothing:
-    "shared/ui" is not "shared/utils", though "cert-mgr" is "cert-manager"."""
-    if min(len(a), len(b)) < 3:
-        return a == b
-    return part_match(a, b)
+def _said_otherwise(shared: frozenset[str], asked: str, stored: str) -> frozenset[str]:
+    """The names both sides say, but not as many times (as `names` reads them, lower case)."""
+    low_asked, low_stored = asked.lower(), stored.lower()
+
+    def mentions(name: str, low: str) -> int:
+        return len(re.findall(rf"\b{re.escape(name)}\b", low))
+
+    return frozenset(n for n in shared if mentions(n, low_asked) != mentions(n, low_stored))
 
 
 def _parts(identifier: str) -> list[str]:
@@ -486,7 +495,9 @@ def _same_identifier(a: str, b: str) -> bool:
         return True  # "oomkills" / "oomkilled"
     pa, pb = _parts(a), _parts(b)
     # "cert-mgr" / "cert-manager"
-    return len(pa) == len(pb) > 1 and all(map(_id_part_match, pa, pb))
+    return len(pa) == len(pb) > 1 and all(
+        part_match(x, y, exact_below=_ID_PART_EXACT_BELOW) for x, y in zip(pa, pb, strict=True)
+    )
 
 
 def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
@@ -508,7 +519,9 @@ def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
     if len(parts) > 1 and all(p.isalpha() for p in parts):
         # Its parts in order, a word or two apart: "finance schema's invoices".
         rest = iter(surfaces)
-        return all(any(_id_part_match(p, s) for s in rest) for p in parts)
+        return all(
+            any(part_match(p, s, exact_below=_ID_PART_EXACT_BELOW) for s in rest) for p in parts
+        )
     return False
 
 
@@ -579,14 +592,11 @@ def differences(asked: str, stored: str) -> list[Difference]:
     ta, tb = words(asked), words(stored)
     missing_a = frozenset(n for n in a.names if not _name_covered(n, tb))
     missing_b = frozenset(n for n in b.names if not _name_covered(n, ta))
-    # The same name said a different number of times: a second thing it names, or another
-    # role ("the Hollinwood canal near Oldham" / "the Hollinwood canal near Hollinwood").
-    recounted = frozenset(
-        n for n in a.names & b.names if _mentions(n, asked) != _mentions(n, stored)
-    )
     if missing_a or missing_b:
         differ("name", missing_a, missing_b)
-    elif recounted:
+    # The same name said a different number of times: a second thing it names, or another
+    # role ("the Hollinwood canal near Oldham" / "the Hollinwood canal near Hollinwood").
+    elif recounted := _said_otherwise(a.names & b.names, asked, stored):
         differ("name", recounted, recounted)
     else:
         # An acronym one side adds or drops is shorthand as often as not ("prod DWH", "MFA");
