@@ -25,6 +25,7 @@ from staffstore.text.alignment import FEATURES, align, features
 from staffstore.text.matching import normalize
 from staffstore.text.similarity import MAX_PIECES, cosine, pieces
 from staffstore.text.slots import differences, focus, split_lead
+from staffstore.text.words import words
 
 if TYPE_CHECKING:
     from conftest import PutClaim
@@ -588,3 +589,92 @@ def test_two_letters_do_not_abbreviate_a_part_of_an_identifier() -> None:
     ) == [("identifier", ("shared/ui",), ("shared/utils",))]
     # Three letters or more still do.
     assert differences("Who owns cert-mgr?", "Who owns cert-manager?") == []
+
+
+def test_an_operator_or_a_language_suffix_is_part_of_what_is_asked() -> None:
+    # "==" is not "===", "+=" not "=", C++ and C# not C: each is its own identifier.
+    assert slot_differences(
+        "What is the difference between == and === in JavaScript?",
+        "What is the difference between = and == in JavaScript?",
+    ) == [("identifier", ("===",), ("=",))]
+    assert slot_differences("What does x += 1 do in Python?", "What does x = 1 do in Python?") == [
+        ("identifier", ("+=",), ("=",))
+    ]
+    assert slot_differences("How do I learn C++ quickly?", "How do I learn C quickly?") == [
+        ("identifier", ("c++",), ())
+    ]
+    assert slot_differences("Is C# faster than Java?", "Is C faster than Java?") == [
+        ("identifier", ("c#",), ())
+    ]
+    # The same operator or language on both sides is no difference.
+    both = slot_differences("Is C++ faster than Rust?", "Is C++ slower than Rust?")
+    assert [slot for slot, _asked, _stored in both] == ["polarity"]
+    assert not slot_differences("When is == safe in JS?", "When is == safe to use in JS?")
+    # A dash between words is punctuation, and "#" before a number only marks it.
+    assert [w.surface for w in words("pods evicted - how many?")] == [
+        "pods",
+        "evicted",
+        "how",
+        "many",
+    ]
+    assert not slot_differences("Why did PR #812 drop rows?", "Why did PR 812 drop rows?")
+
+
+def test_a_word_across_and_from_an_identifier_is_another_item_not_its_kind() -> None:
+    # "angel" is a second kind of investor, not the kind of thing "pre-seed" names.
+    model = default_model()
+    listed = model.assess(
+        "Where can I find pre-seed investors?", "Where can I find pre-seed and angel investors?"
+    )
+    assert listed.stored_only == ("angel",)
+    # Across a preposition, the noun is the thing asked about, not a kind-noun.
+    certificate = model.assess(
+        "When does the certificate for api.acme.dev expire?", "When does api.acme.dev expire?"
+    )
+    assert certificate.asked_only == ("certificate",)
+    # Right beside the identifier, a noun still only says what kind of thing it is.
+    kind = model.assess("Who owns the orders_daily table?", "Who owns orders_daily?")
+    assert kind.reason is None and kind.stored_only == ()
+
+
+def test_a_slip_inside_an_identifier_still_aligns_it() -> None:
+    # The slots read "notifcation-worker" as "notification-worker"; the alignment agrees.
+    found = default_model().assess(
+        "what cpu request do the notifcation-worker pods have",
+        "What CPU request is set for the notification-worker pods?",
+    )
+    assert found.reason is None and "notifcation-worker" not in found.asked_only
+    # Another number in an identifier is another thing, whatever the letters share.
+    assert default_model().assess("Who owns exp-320?", "Who owns exp-321?").reason == (
+        "number_or_date"
+    )
+
+
+def test_the_words_that_negate_are_the_negation_slot_not_the_subject() -> None:
+    # "couldn't add" and "failed to add" are both negated; neither word is left over.
+    found = default_model().assess(
+        "Why couldn't the cluster autoscaler add nodes during the November 24 spike?",
+        "Why did the cluster autoscaler fail to add nodes during the November 24 spike?",
+    )
+    assert found.reason is None
+    assert found.asked_only == () and found.stored_only == ()
+    # Negated on one side only is still another question.
+    assert slot_differences(
+        "Why did the cluster autoscaler add nodes?", "Why didn't the cluster autoscaler add nodes?"
+    ) == [("negation", (), ("not",))]
+    assert [w.surface for w in words("Why won't it scale?")] == [
+        "why",
+        "will",
+        "not",
+        "it",
+        "scale",
+    ]
+
+
+def test_how_often_and_how_frequently_ask_the_same() -> None:
+    assert focus("How often are the Stripe API keys rotated?") == focus(
+        "Tell me how frequently the Stripe API keys get rotated."
+    )
+    assert focus("Backfilling one partition: how is that done?") == focus(
+        "How do I backfill one partition?"
+    )

@@ -485,8 +485,7 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
                 f"{r['import_seconds']:.2f} s",
                 f"{r['query_first_ms']['p50']:.2f} ms",
                 f"{r['query_first_ms']['p99']:.2f} ms",
-                f"{r['full_collections']['count']}, up to "
-                f"{r['full_collections']['max_ms']:.0f} ms",
+                f"{r['full_collections']['count']}, up to {r['full_collections']['max_ms']:.0f} ms",
                 f"{r['batch_jsonl']['queries_per_second']:,.0f}/s",
             ]
             for r in store.get("results", [])

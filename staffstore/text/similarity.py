@@ -12,6 +12,7 @@ are interchangeable; the gate's score treats them as evidence, never as proof.
 from __future__ import annotations
 
 import logging
+import re
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .slots import is_subsequence, numeronym_of
+from .slots import is_subsequence, numeronym_of, same_identifier
 from .spelling import same_word
 from .words import Word
 
 Vector = npt.NDArray[np.float32]
+
+_NOT_DIGITS = re.compile(r"\D")
+
+
+def _digits(text: str) -> str:
+    return _NOT_DIGITS.sub("", text)
+
 
 # "advantages" / "disadvantages" is not one word with a prefix: these prefixes negate.
 _NEGATING_PREFIXES = frozenset({"dis", "un", "in", "im", "il", "ir", "non", "mis", "anti", "de"})
@@ -119,6 +127,10 @@ def form_similarity(a: Word, b: Word) -> float:
     if a.key == b.key:
         return 1.0
     sa, sb = a.surface, b.surface
+    # One identifier written two ways, by the slots' reading ("notifcation-worker"); the digits
+    # must agree, since two numbers are two things ("exp-320" / "exp-321").
+    if a.kind == b.kind == "id" and _digits(sa) == _digits(sb) and same_identifier(sa, sb):
+        return 0.95
     # A slip keeps the length within two letters (and, nearly always, the first letter).
     if abs(len(sa) - len(sb)) <= 2 and sa[:1] == sb[:1] and same_word(a.key, sa, b.key, sb):
         return 0.95

@@ -157,7 +157,7 @@ _FREQUENCY = [
     )
 ]
 # Negation, and the verbs that carry it ("failed to add" asks what "did not add" asks).
-_NEGATION = re.compile(
+NEGATION = re.compile(
     r"\b(?:not|no|never|without|none|cannot|nothing|nobody|neither|nor|unable to|"
     r"fail(?:s|ed|ing)? to|refuse[sd]? to)\b"
 )
@@ -178,13 +178,15 @@ _FOCUS_PATTERNS = [
               r"location)\b|\blocation of\b"),
     ("how_long", r"\bhow long\b|\bhow much time\b|\bduration\b|\bhow many (?:minutes|hours|days|"
                  r"seconds|weeks)\b"),
-    ("how_many", r"\bhow many\b|\bnumber of\b|\bwhat number\b|\bcount\b|\bhow often\b|"
-                 r"\btotal (?:of|number)\b"),
+    ("how_many", r"\bhow many\b|\bnumber of\b|\bwhat number\b|\bcount\b|"
+                 r"\bhow (?:often|frequently)\b|\btotal (?:of|number)\b"),
     ("how_much", r"\bhow much\b|\bcost\b|\bprice\b|\bspend\b|\bbill\b"),
     ("how_to", r"\bhow (?:do|can|should|would|could|does) (?:i|we|you|one|someone)\b|\bhow to\b|"
+               r"\bhow (?:is|are) (?:that|it|this|they) done\b|"
                r"\bsteps\b|\bprocess for\b|\bthe process\b|\bway to\b|\bprocedure\b|"
                r"\bwhat (?:can|should|must|do|could) (?:i|we|you|one) do\b"),
-    ("how", r"^how (?:is|are|was|were|does|do|did|will|would|has|have)\b(?! (?:i|we|you|one)\b)"),
+    ("how", r"^how (?:is|are|was|were|does|do|did|will|would|has|have)\b"
+            r"(?! (?:i|we|you|one)\b)(?! (?:that|it|this|they) done\b)"),
     ("experience", r"\bwhat (?:is|was|'s) it like\b|\bhow does it feel\b"),
     ("share", r"\bwhat (?:percent|percentage|share|fraction|proportion|ratio)\b|\bhow much of\b|"
               r"\bwhat % "),
@@ -400,7 +402,7 @@ def slots(text: str) -> Slots:
     dated = bool(_MONTH_DAY.search(low))
     return Slots(
         focus=focus(text),
-        negation=bool(_NEGATION.search(low)),
+        negation=bool(NEGATION.search(low)),
         polarity=frozenset(place for _w, places in polar for place in places),
         polar_words=tuple(w for w, places in polar if places),
         environments=frozenset(e for e in map(_environment, surfaces) if e),
@@ -480,7 +482,9 @@ def _parts(identifier: str) -> list[str]:
     return [p for p in re.split(r"[-_./:]", identifier) if p]
 
 
-def _same_identifier(a: str, b: str) -> bool:
+def same_identifier(a: str, b: str) -> bool:
+    """Whether two identifiers name one thing, written two ways ("cert-mgr" / "cert-manager",
+    "orders_daily" / "analytics.orders_daily", "notifcation-worker" / "notification-worker")."""
     if a == b:
         return True
     if _NUMERONYM.match(a) or _NUMERONYM.match(b):
@@ -503,12 +507,13 @@ def _same_identifier(a: str, b: str) -> bool:
 def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
     """Whether the other question names this identifier, perhaps written another way."""
     for word in other:
-        if _same_identifier(identifier, word.key) or _same_identifier(identifier, word.surface):
+        if same_identifier(identifier, word.key) or same_identifier(identifier, word.surface):
             return True
         if word.kind == "word" and identifier.replace("_", "") == word.surface:
             return True
     surfaces = [w.surface for w in other]
-    flat = re.sub(r"[^a-z0-9]", "", identifier)
+    # "C++" and "C#" keep what makes them another language than "C".
+    flat = re.sub(r"[^a-z0-9+#]", "", identifier)
     for i in range(len(surfaces)):
         joined = ""
         for surface in surfaces[i : i + 4]:

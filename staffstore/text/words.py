@@ -56,9 +56,15 @@ _UNITS = {
     "k": "thousand", "gb": "gb", "mb": "mb", "tb": "tb", "x": "times",
 }  # fmt: skip
 
+# An operator of a programming language: "=" is not "==", "!=" not "!==", "+=" not "=".
+_OPERATOR = r"[!<>+\-*/%&|^~:=]?={1,2}(?![=!<>+\-*/%&|^~:])|&&|\|\||<<|>>|::|=>"
 # A token: a word, an identifier with its inner punctuation ("analytics.orders_daily",
-# "prod-us-east", "10^6"), or one symbol worth keeping.
-_TOKEN = re.compile(r"[^\W_]+(?:[._/:@+#\-^~][^\W_]+)*%?|[%$#]|[^\s\w]")
+# "prod-us-east", "10^6") and the suffix that makes a language of a letter ("C++", "C#"), an
+# operator, or one symbol worth keeping.
+_TOKEN = re.compile(
+    rf"[^\W_]+(?:[._/:@+#\-^~][^\W_]+)*(?:\+\+|#(?!\w))?%?|{_OPERATOR}|[%$#]|[^\s\w]"
+)
+_OPERATOR_TOKEN = re.compile(_OPERATOR)
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _SLASH_DATE = re.compile(r"\b(1[0-2]|0?[1-9])/([12]\d|3[01]|0?[1-9])\b(?!/)")
 # A one-letter unit is a unit only in lower case: "5S" is a model, "5M" five million, "3D" no
@@ -141,16 +147,27 @@ def _one_is_a_number(raws: list[str], index: int) -> bool:
     return following.isalpha() and following.lower() not in FUNCTION_WORDS
 
 
+#: "won't" is "will not", not "wo not".
+_CONTRACTED = {"wo": "will not", "ca": "can not", "sha": "shall not"}
+
+
+def expand_not(text: str) -> str:
+    """ "couldn't" -> "could not", "won't" -> "will not" (an apostrophe typed straight)."""
+    text = re.sub(r"\b(wo|ca|sha)n't\b", lambda m: _CONTRACTED[m[1].lower()], text, flags=re.I)
+    return re.sub(r"n't\b", " not", text)
+
+
 @lru_cache(maxsize=65_536)
 def prepare(text: str) -> str:
     """The text with the spellings the tokenizer should not have to know unified."""
     text = mark_script_digits(text).replace("\u2019", "'").replace("->", " to ")
     text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
     text = re.sub(r"#\s*of\b", "number of", text)
+    text = re.sub(r"(?<![\w#])#(?=\d)", "", text)  # "PR #812" is PR 812
     text = _SLASH_DATE.sub(lambda m: f"{MONTHS[int(m[1]) - 1]} {int(m[2])}", text)
     text = _NUMBER_UNIT.sub(lambda m: f"{m[1]} {_UNITS[m[2].lower()]}", text)
     text = re.sub(r"'s\b", "", text)
-    text = re.sub(r"n't\b", " not", text)
+    text = expand_not(text)
     return re.sub(r"'(?:d|m|ll|ve|re)\b", "", text, flags=re.IGNORECASE)
 
 
@@ -160,6 +177,9 @@ def words(text: str) -> tuple[Word, ...]:
     out: list[Word] = []
     raws = _TOKEN.findall(prepare(text))
     for index, raw in enumerate(raws):
+        if _OPERATOR_TOKEN.fullmatch(raw):
+            out.append(_shared_word(raw, raw, "id"))
+            continue
         if not any(ch.isalnum() for ch in raw) and raw not in "%$#":
             continue
         parts = _english_parts(raw, "-") or _english_parts(raw, "/") or [raw]
