@@ -678,3 +678,12 @@ def test_how_often_and_how_frequently_ask_the_same() -> None:
     assert focus("Backfilling one partition: how is that done?") == focus(
         "How do I backfill one partition?"
     )
+
+
+def test_renewing_is_the_opposite_of_expiring() -> None:
+    # The substitution veto lets less alike pairs reach the score than it did; this pair, one
+    # word apart in an otherwise identical question, is kept apart by the polarity slot.
+    assert slot_differences(
+        "When does the TLS certificate for api.acme.dev renew?",
+        "When does the TLS certificate for api.acme.dev expire?",
+    ) == [("polarity", ("renew",), ("expire",))]

@@ -49,14 +49,15 @@ ALIGNED = 0.8
 #: difference worth a look; lighter ones are the stuff paraphrases add and drop.
 HEAVY = 0.5
 #: A substitution whose closest pair is less alike than this asks about another thing; a pair
-#: at least this alike is left to the score. Lower thresholds served more held-out paraphrases
-#: in `tools/fit_gate.py --cross-validate` (within workday_dev's tuning split, at the 0.1% /
-#: 0.5% / 5% budgets, of 400; near misses served at 5%, of 300): 0.4 gave 147 / 224 / 265 (4),
-#: 0.3 gave 154 / 239 / 281 (6), 0.2 gave 153 / 230 / 284 (8), no veto 130 / 226 / 332 (23).
-#: But at 0.3 the hostile replay's "renew" for "expire" (a TLS certificate) reached the score
-#: and was served at the default budget with 0.997: one swapped word in an otherwise identical
-#: question is what the score knows least about, so the veto stays at 0.4.
-SUBSTITUTE = 0.4
+#: at least this alike is left to the score. Held out within workday_dev's tuning split
+#: (`tools/fit_gate.py --cross-validate`; paraphrases served at the 0.1% / 0.5% / 5% budgets,
+#: of 400; near misses served at 5%, of 300), before this session's changes: 0.4 gave 147 / 224
+#: / 265 (4), 0.3 gave 154 / 239 / 281 (6), 0.2 gave 153 / 230 / 284 (8), no veto 130 / 226 /
+#: 332 (23). 0.3 was first kept out because the hostile replay's "renew" for "expire" (a TLS
+#: certificate) then reached the score and was served at 0.997; "renew" is now the opposite
+#: of "expire" in the polarity slot, and with it, after those changes, 0.4 gave 167 / 221 / 271
+#: (3) and 0.3 gives 172 / 233 / 285 (5), with the hostile replay still at 0 false hits.
+SUBSTITUTE = 0.3
 
 FEATURES = (
     "cov_q", "cov_c", "min_cov", "unal_q", "unal_c", "max_unal", "sent", "jacc", "order",

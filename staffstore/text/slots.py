@@ -54,7 +54,7 @@ _POLARITY_ROWS = [
     ("pass succeed success successful green", "fail failure red break broken broke"),
     ("start begin began", "stop end finish"),
     ("before earlier", "after later"),
-    ("issue", "expire expiry expiration revoke"),
+    ("issue renew renewal", "expire expiry expiration revoke"),
     ("add", "remove delete drop"),
     ("open", "close"),
     ("allow permit", "block deny forbid"),
