@@ -687,3 +687,49 @@ def test_renewing_is_the_opposite_of_expiring() -> None:
         "When does the TLS certificate for api.acme.dev renew?",
         "When does the TLS certificate for api.acme.dev expire?",
     ) == [("polarity", ("renew",), ("expire",))]
+
+
+def test_best_and_worst_are_superlatives() -> None:
+    assert slot_differences(
+        "What are PepsiCo products?", "What are the best PepsiCo products?"
+    ) == [("degree", (), ("best",))]
+    assert slot_differences(
+        "Which deploy had the worst rollback time?", "Which deploy had a long rollback time?"
+    ) == [("degree", ("worst",), ())]
+
+
+def test_a_number_only_a_lead_in_names_does_not_count() -> None:
+    stored = "Which AWS IAM users still have access keys older than 180 days?"
+    assert slot_differences(f"for the SOC 2 audit: {stored.lower()}", stored) == []
+    # The question's own numbers still count, and so does a lead-in's number the other side has.
+    assert slot_differences(
+        "for the SOC 2 audit: which AWS IAM users still have access keys older than 90 days?",
+        stored,
+    ) == [("number_or_date", ("2", "90"), ("180",))]
+    assert slot_differences(
+        "for March 4: why did the row count of orders_daily drop?",
+        "Why did the row count of orders_daily drop on March 5?",
+    ) == [("number_or_date", ("4", "march"), ("5", "march"))]
+
+
+def test_who_after_a_noun_opens_a_relative_clause() -> None:
+    assert (
+        focus("What was the day-30 retention for users who signed up in August?")
+        == focus("What was the August signup cohort's day-30 retention?")
+        == {"what"}
+    )
+    assert focus("I'd like to know who approved the change") == {"who"}
+
+
+def test_a_date_asked_for_is_a_when_question() -> None:
+    assert (
+        focus("Tell me the expiry date of the TLS certificate for api.globex.com.")
+        == focus("When does the TLS certificate for api.globex.com expire?")
+        == {"when"}
+    )
+    assert focus("Which users still have admin access?") == focus("Who still has admin access?")
+    assert (
+        focus("What team owns the fct_orders model?")
+        == focus("Which team owns the fct_orders model?")
+        == {"who"}
+    )

@@ -14,8 +14,9 @@ them, and a question differs from a stored one when any slot differs:
     aggregate    average/median/p99, when both sides name one
     time         today, yesterday, last week, 3 days ago
     frequency    daily/nightly/weekly, when both sides name one
-    number_or_date  numbers, versions, dates, months and weekdays
-    degree       superlatives ("fastest")
+    number_or_date  numbers, versions, dates, months and weekdays (a number only a lead-in
+                 names, "for the SOC 2 audit: ...", counts only if the other side has it)
+    degree       superlatives ("fastest", "best")
     identifier   acme/api, analytics.orders_daily, checkout-api
     name         capitalised names inside a sentence (Okta, Premium)
 
@@ -169,9 +170,12 @@ _FOCUS_PATTERNS = [
             r"\bwent wrong\b|\bgoing wrong\b|\bprompted\b|\bwhat made\b|\bwhat is making\b|"
             r"\bwhat's making\b|\bled to\b|\bexplanation\b|\bresponsible for\b|"
             r"\bwhat grounds\b"),
-    ("when", rf"\bwhen\s+{_AUX}\b|^when\b|\bwhat (?:time|date|day)\b|\bwhich (?:day|date)\b|"
-             r"\bwhat hour\b|\bon what date\b"),
-    ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\bwhich (?:team|person|engineer|people|owner|group)\b|"
+    # "what day-30 retention" asks for a retention figure, not a day.
+    ("when", rf"\bwhen\s+{_AUX}\b|^when\b|\bwhat (?:time|date|day)\b(?!-)|"
+             r"\bwhich (?:day|date)\b(?!-)|\bwhat hour\b|\bon what date\b|"
+             r"\b(?:expiry|expiration|release|launch|due|start|end|cutoff) date\b|\bdate of\b"),
+    ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\b(?:which|what) (?:teams?|persons?|people|"
+            r"engineers?|owners?|groups?|users?|members?|employees?|admins?|developers?)\b|"
             r"\bowner\b|\bowns\b|\bapprover\b"),
     ("where", rf"\bwhere\s+{_AUX}\b|^where\b|\bwhere's\b|\bwhich (?:file|directory|folder|repo|"
               r"repository|module|path|package|region|bucket)\b|\bwhat (?:file|directory|path|"
@@ -201,6 +205,8 @@ YES_NO = re.compile(
 # "what" asks for a thing, which may be a quantity: "what CPU request" / "how much CPU".
 _WHAT_COMPATIBLE = frozenset({"what", "how_many", "how_much", "how_long"})
 _CALENDAR = frozenset(MONTHS) - {"may"} | frozenset((*WEEKDAYS, *"q1 q2 q3 q4 h1 h2".split()))
+#: The superlatives not spelled with -est: "the best PepsiCo products" are some of them.
+_IRREGULAR_SUPERLATIVES = frozenset({"best", "worst"})
 _NOT_SUPERLATIVE = frozenset(
     "request interest latest test suggest digest contest harvest forest manifest honest modest "
     "invest ingest protest rest west guest quest nest chest attest arrest unrest".split()
@@ -339,11 +345,23 @@ def _asked_part(low: str) -> tuple[str, bool]:
     return (rest[embedded.start() :] if embedded else rest).strip(), True
 
 
+# "users who signed up in August": after a noun, "who" opens a relative clause, not a question.
+_RELATIVE_WHO = re.compile(
+    r"\b([a-z]+s|people|everyone|anyone|someone|person|customer|user)\s+who\b"
+)
+
+
+def _relative(match: re.Match[str]) -> str:
+    word = match[1]
+    return match[0] if word in FUNCTION_WORDS else f"{word} that"
+
+
 def focus(text: str) -> frozenset[str]:
     """The kinds of answer a question asks for; {"what"} for a bare what/which question."""
     low = _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
     asked, indirect = _asked_part(low)
     asked = _WHICH_CAUSED.sub(r"\1 produced", asked)
+    asked = _RELATIVE_WHO.sub(_relative, asked)
     found = frozenset(name for name, pattern in FOCUS if pattern.search(asked))
     if found:
         return found
@@ -427,7 +445,10 @@ def slots(text: str) -> Slots:
             if t.kind == "id" and not _is_number(t.key) and not _LETTER_PAIR.match(t.key)
         ),
         superlatives=frozenset(
-            s for s in surfaces if len(s) > 4 and s.endswith("est") and s not in _NOT_SUPERLATIVE
+            s
+            for s in surfaces
+            if (len(s) > 4 and s.endswith("est") and s not in _NOT_SUPERLATIVE)
+            or s in _IRREGULAR_SUPERLATIVES
         ),
         names=names(text),
     )
@@ -555,6 +576,22 @@ def _name_covered(name: str, other: tuple[Word, ...], own: tuple[Word, ...] = ()
     return identifier_covered(name, other)  # "FeatureView" / "feature view"
 
 
+def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bool:
+    """Whether the numbers differ only by ones a lead-in names and the other side lacks: "for
+    the SOC 2 audit: which keys are older than 180 days?" asks what "which keys are older than
+    180 days?" asks. A number the other side has, wherever it stands, still counts."""
+    lead_a, lead_b = split_lead(asked)[0], split_lead(stored)[0]
+    if not lead_a and not lead_b:
+        return False
+    only_lead_a = set(slots(lead_a).numbers) - set(b.numbers) if lead_a else set()
+    only_lead_b = set(slots(lead_b).numbers) - set(a.numbers) if lead_b else set()
+    if not only_lead_a and not only_lead_b:
+        return False
+    kept_a = tuple(n for n in a.numbers if n not in only_lead_a)
+    kept_b = tuple(n for n in b.numbers if n not in only_lead_b)
+    return kept_a == kept_b
+
+
 def differences(asked: str, stored: str) -> list[Difference]:
     """The slots in which a turn differs from a stored question (none: they may be one)."""
     a, b = slots(asked), slots(stored)
@@ -590,7 +627,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("time", a.deictic, b.deictic)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
-    if a.numbers != b.numbers:
+    if a.numbers != b.numbers and not _only_lead_numbers_differ(asked, a, stored, b):
         differ("number_or_date", a.numbers, b.numbers)
     if a.superlatives != b.superlatives:
         differ("degree", a.superlatives, b.superlatives)
