@@ -51,12 +51,12 @@ HEAVY = 0.5
 #: A substitution whose closest pair is less alike than this asks about another thing; a pair
 #: at least this alike is left to the score. Held out within workday_dev's tuning split
 #: (`tools/fit_gate.py --cross-validate`; paraphrases served at the 0.1% / 0.5% / 5% budgets,
-#: of 400; near misses served at 5%, of 300), before this session's changes: 0.4 gave 147 / 224
-#: / 265 (4), 0.3 gave 154 / 239 / 281 (6), 0.2 gave 153 / 230 / 284 (8), no veto 130 / 226 /
-#: 332 (23). 0.3 was first kept out because the hostile replay's "renew" for "expire" (a TLS
-#: certificate) then reached the score and was served at 0.997; "renew" is now the opposite
-#: of "expire" in the polarity slot, and with it, after those changes, 0.4 gave 167 / 221 / 271
-#: (3) and 0.3 gives 172 / 233 / 285 (5), with the hostile replay still at 0 false hits.
+#: of 400; near misses served at 5%, of 300), in November 2026: 0.4 gave 147 / 224 / 265 (4),
+#: 0.3 gave 154 / 239 / 281 (6), 0.2 gave 153 / 230 / 284 (8), no veto 130 / 226 / 332 (23).
+#: 0.3 was first kept out because the hostile replay's "renew" for "expire" (a TLS certificate)
+#: then reached the score and was served at 0.997; "renew" is now the opposite of "expire" in
+#: the polarity slot, and with it, after the changes of early December, 0.4 gave 167 / 221 /
+#: 271 (3) and 0.3 gives 172 / 233 / 285 (5), with the hostile replay still at 0 false hits.
 SUBSTITUTE = 0.3
 
 FEATURES = (

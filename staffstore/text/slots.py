@@ -585,8 +585,6 @@ def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bo
         return False
     only_lead_a = set(slots(lead_a).numbers) - set(b.numbers) if lead_a else set()
     only_lead_b = set(slots(lead_b).numbers) - set(a.numbers) if lead_b else set()
-    if not only_lead_a and not only_lead_b:
-        return False
     kept_a = tuple(n for n in a.numbers if n not in only_lead_a)
     kept_b = tuple(n for n in b.numbers if n not in only_lead_b)
     return kept_a == kept_b
