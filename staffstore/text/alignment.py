@@ -57,6 +57,9 @@ HEAVY = 0.5
 #: then reached the score and was served at 0.997; "renew" is now the opposite of "expire" in
 #: the polarity slot, and with it, after the changes of early December, 0.4 gave 167 / 221 /
 #: 271 (3) and 0.3 gives 172 / 233 / 285 (5), with the hostile replay still at 0 false hits.
+#: Handing the closest pair's alikeness to the score as one more measure did not help (with the
+#: workday weight at 10, 0.1% / 0.2% / 0.5% budgets: 196 / 220 / 247 without it, 189 / 218 /
+#: 245 with it and the veto at 0.3, 160 / 194 / 242 with it and the veto at 0.15).
 SUBSTITUTE = 0.3
 
 FEATURES = (
