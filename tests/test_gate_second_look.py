@@ -24,7 +24,7 @@ from staffstore.store import StaffStore
 from staffstore.text.alignment import FEATURES, align, features
 from staffstore.text.matching import normalize
 from staffstore.text.similarity import MAX_PIECES, cosine, pieces
-from staffstore.text.slots import differences, focus, split_lead
+from staffstore.text.slots import differences, focus, lead_in, request_frame, split_lead
 from staffstore.text.words import words
 
 if TYPE_CHECKING:
@@ -160,6 +160,69 @@ def test_focus_reads_the_question_inside_lead_ins_and_requests(
 ) -> None:
     assert split_lead(text)[0] == lead
     assert focus(text) == kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "lead"),
+    [
+        ("for the postmortem, what caused the outage?", "for the postmortem"),
+        ("quick q before the drill: what TTL is on the record?", "quick q before the drill"),
+        # The words before the question are what it asks about: it points back at them, or
+        # has no subject of its own.
+        ("The training config - where is it kept?", ""),
+        ("The table is rebuilt every night - is that true?", ""),
+        ("jenkins-deployer flagged in the Q2 review - why?", ""),
+        ("orders_daily rows on Mar 4 - what is the count?", ""),
+    ],
+)  # fmt: skip
+def test_a_question_s_topic_set_before_it_is_no_lead_in(text: str, lead: str) -> None:
+    assert lead_in(text) == lead
+
+
+def test_a_word_swapped_in_a_topic_set_before_the_question_is_a_substitution() -> None:
+    # Read as a lead-in, the topic's words were spared the substitution test, and this was
+    # served the scheduler's answer.
+    found = default_model().assess(
+        "Airflow webserver outage on June 12 - what caused it?",
+        "What caused the Airflow scheduler outage on June 12?",
+    )
+    assert found.reason == "substitution"
+    assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
+
+
+@pytest.mark.parametrize(
+    ("text", "wrapper"),
+    [
+        ("Could you let me know when the cert runs out?", "Could you let me know"),
+        ("Would you be able to tell me who approved it?", "Would you be able to tell me"),
+        ("I was hoping you could tell me how many runs failed", "I was hoping you could tell me"),
+        ("Do you remember what batch size we used?", "Do you remember"),
+        ("Walk me through adding a feature view.", "Walk me through"),
+        ("Point me at the training config.", "Point me at"),
+        ("Could you tell me the TTL of the record?", "Could you tell me"),
+        # Not wrappers: a question word first, a subject before "me", two clauses, no one
+        # spoken to.
+        ("Why does it fail for me on staging?", ""),
+        ("Does prod page me on 5xx errors?", ""),
+        ("Did you deploy to staging and what broke?", ""),
+        ("I deployed it, what happened?", ""),
+        ("How do I rotate the key?", ""),
+    ],
+)  # fmt: skip
+def test_a_request_wrapped_around_a_question_is_read_apart(text: str, wrapper: str) -> None:
+    found, rest = request_frame(text)
+    assert found == wrapper
+    assert f"{found} {rest}".strip() == text
+
+
+def test_the_words_of_a_request_are_no_substitution() -> None:
+    stored = "Who approved the promotion of churn model v9 to production?"
+    wrapped = default_model().assess(
+        f"Would you be able to tell me {stored[0].lower()}{stored[1:]}", stored
+    )
+    assert wrapped.reason is None and "able" not in wrapped.asked_only
+    # A word before "me" that names the subject stays in the question.
+    assert "lead" not in align("Does prod page me on 5xx errors?", stored).turn_roles
 
 
 def test_superscript_and_subscript_digits_never_fold_into_plain_digits() -> None:

@@ -34,10 +34,12 @@ METHOD = (
     'words whose initials it takes, "FRT" / "first response time"), and refuses two '
     "words that traded places, a reordering beyond one moved phrase (`word_order`) and a word "
     'swapped for an unrelated one (`substitution`). A lead-in before the question ("for the '
-    'postmortem: ...") and a '
-    'kind-noun beside an identifier ("the finance.invoices table") are measured apart from '
-    'the question\'s own words, and an indirect request ("could you remind me when ...") is '
-    "read for the question inside it. What is left is scored by gradient-boosted decision "
+    'postmortem: ..."), a request wrapped around it ("could you remind me when ...", "walk me '
+    'through ...") and a kind-noun beside an identifier ("the finance.invoices table") are '
+    "measured apart from the question's own words, and a request is read for the question "
+    'inside it; words set before a question that points back at them ("the training config '
+    '- where is it kept?") are its topic, where a swapped word is a substitution. What is '
+    "left is scored by gradient-boosted decision "
     "trees ({trees}) over the alignment's measures ({features}), fitted by "
     "`tools/fit_gate.py` and shipped as plain arrays. The user sets an error budget (the "
     "share of turns that may be served another question's answer; `--gate-budget`, default "

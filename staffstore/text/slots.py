@@ -300,8 +300,10 @@ _SEPARATOR = re.compile(r"\s*(?:[:;,]|\s[-\u2013\u2014]{1,2}(?=\s))\s+")
 # A lead-in that opens with one of these is a subordinate clause, not a question of its own:
 # "When X joins the feature store, which key does it use?" asks which key.
 _SUBORDINATE = re.compile(r"^(?:when|if|once|after|before|while|since|whenever|as)\b")
+# "please", "hey, ", "ok so": what may open a request before it starts.
+_OPENERS = r"^(?:(?:please|hey|hi|so|ok|okay)[,!]?\s+)*"
 _INDIRECT = re.compile(
-    r"^(?:(?:please|hey|hi|so|ok|okay)[,!]?\s+)*(?:(?:could|can|would|will)\s+(?:you|u|someone|"
+    _OPENERS + r"(?:(?:could|can|would|will)\s+(?:you|u|someone|"
     r"anyone)(?:\s+please)?|do(?:es)?\s+(?:you|anyone|someone)\s+(?:know|remember|recall)|"
     r"any idea|i\s+(?:was\s+)?wonder(?:ing)?|i'?d (?:like|love) to know|i want to know|"
     r"(?:please\s+)?(?:tell|remind|show) me|let me know)\b"
@@ -315,6 +317,7 @@ _WHICH_CAUSED = re.compile(
 )
 
 
+@lru_cache(maxsize=65_536)
 def split_lead(text: str) -> tuple[str, str]:
     """(lead-in, question) when a separator sets a question apart from what comes before it
     ("for the audit writeup, when did we ..."); ("", text) when no question follows one.
@@ -331,6 +334,83 @@ def split_lead(text: str) -> tuple[str, str]:
             return "", low
         return lead, rest
     return "", low
+
+
+# A question that points back at the words before it ("the training config - where is it
+# kept?", "... - is that true?") or has no subject of its own ("jenkins-deployer flagged in the
+# Q2 review - why?") asks about them: they are its topic, not a lead-in.
+_POINTS_BACK = re.compile(
+    r"\b(?:it|its|they|them|their|this|these|those)\b|\b(?:is|was|are|were)\s+that\b|\bthat's\b"
+)
+
+
+_LETTERS = re.compile(r"(?<![\w'])[a-z]+(?![\w'])")
+
+
+def about_what_precedes(question: str) -> bool:
+    """Whether a question split from the words before it asks about them: it points back at
+    them, or has no subject of its own."""
+    low = question.lower()
+    if _POINTS_BACK.search(low):
+        return True
+    for _name, pattern in FOCUS:
+        low = pattern.sub(" ", low)
+    low = re.sub(rf"\b{_WH_WORD}\b", " ", low)
+    # A plain word that is no function word settles it without reading every token.
+    if any(len(t) > 2 and t != "one" and t not in FUNCTION_WORDS for t in _LETTERS.findall(low)):
+        return False
+    return all(w.kind == "func" for w in words(low))
+
+
+def lead_in(text: str) -> str:
+    """The lead-in set before the question (see split_lead), or "" when the words before it
+    are the question's topic."""
+    lead, question = split_lead(text)
+    return "" if not lead or about_what_precedes(question) else lead
+
+
+# A request wrapped around the question: a speaker asking someone to tell them something ("could
+# you let me know when", "I was hoping you could tell me how many", "would you be able to tell me
+# who") or an imperative aimed at the speaker ("walk me through", "point me at", "give me").
+# Its words say how the question is put, not what it asks about. Recognised by its grammar (a
+# "you" or an "I" before an embedded question word, a verb before "me"), not by a list of verbs.
+_REQUEST_OPENING = re.compile(
+    _OPENERS + r"(?:(?:could|can|would|will|do|does|did)\s+(?:you|u|someone|anyone)\b|"
+    r"i\b|i'd\b|i'm\b)"
+)
+#: Words: a request longer than this is no wrapper.
+_EMBEDDED_WITHIN = 10
+# A wrapper speaks to someone or asks to know, in one clause: "I deployed it and what happened"
+# and "did you deploy to staging, and what broke" ask about what they name.
+_ADDRESSED = re.compile(r"\b(?:you|u|me|know|wonder(?:ing|ed)?)\b")
+_TWO_CLAUSES = re.compile(r"\b(?:and|or|but)\b|[,;:]")
+# The verb of an imperative stands first, or right after "could you": "does prod page me"
+# names its subject before "me" and is no request.
+_TO_ME = re.compile(
+    _OPENERS + r"(?:(?:could|can|would|will)\s+(?:you|u)\s+)?(?:please\s+)?[a-z]+\s+me\b"
+    r"(?:\s+(?:through|at|to|on|about|know))?\s+"
+)
+
+
+def request_frame(question: str) -> tuple[str, str]:
+    """(request, question) when a request is wrapped around the question ("could you tell me |
+    when X expires", "walk me through | adding X"); ("", question) otherwise."""
+    low = question.lower()
+    opening = _REQUEST_OPENING.match(low)
+    if opening is not None:
+        embedded = _EMBEDDED.search(low, opening.end())
+        wrapper = low[: embedded.start()] if embedded is not None else ""
+        if (
+            embedded is not None
+            and len(wrapper.split()) <= _EMBEDDED_WITHIN
+            and _ADDRESSED.search(wrapper)
+            and not _TWO_CLAUSES.search(wrapper)
+        ):
+            return question[: embedded.start()].strip(), question[embedded.start() :]
+    to_me = _TO_ME.match(low)
+    if to_me is not None and not re.match(rf"^{_WH_WORD}\b", low):
+        return question[: to_me.end()].strip(), question[to_me.end() :]
+    return "", question
 
 
 def _asked_part(low: str) -> tuple[str, bool]:
@@ -580,7 +660,7 @@ def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bo
     """Whether the numbers differ only by ones a lead-in names and the other side lacks: "for
     the SOC 2 audit: which keys are older than 180 days?" asks what "which keys are older than
     180 days?" asks. A number the other side has, wherever it stands, still counts."""
-    lead_a, lead_b = split_lead(asked)[0], split_lead(stored)[0]
+    lead_a, lead_b = lead_in(asked), lead_in(stored)
     if not lead_a and not lead_b:
         return False
     only_lead_a = set(slots(lead_a).numbers) - set(b.numbers) if lead_a else set()
