@@ -24,7 +24,7 @@ from staffstore.store import StaffStore
 from staffstore.text.alignment import FEATURES, align, features
 from staffstore.text.matching import normalize
 from staffstore.text.similarity import MAX_PIECES, cosine, pieces
-from staffstore.text.slots import differences, focus, lead_in, request_frame, split_lead
+from staffstore.text.slots import differences, focus, request_frame, split_lead, split_topic
 from staffstore.text.words import words
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def test_focus_reads_the_question_inside_lead_ins_and_requests(
     ],
 )  # fmt: skip
 def test_a_question_s_topic_set_before_it_is_no_lead_in(text: str, lead: str) -> None:
-    assert lead_in(text) == lead
+    assert split_topic(text)[0] == lead
 
 
 def test_a_word_swapped_in_a_topic_set_before_the_question_is_a_substitution() -> None:

@@ -347,7 +347,7 @@ _POINTS_BACK = re.compile(
 _LETTERS = re.compile(r"(?<![\w'])[a-z]+(?![\w'])")
 
 
-def about_what_precedes(question: str) -> bool:
+def _about_what_precedes(question: str) -> bool:
     """Whether a question split from the words before it asks about them: it points back at
     them, or has no subject of its own."""
     low = question.lower()
@@ -364,11 +364,13 @@ def about_what_precedes(question: str) -> bool:
     return all(w.kind == "func" for w in words(low))
 
 
-def lead_in(text: str) -> str:
-    """The lead-in set before the question (see split_lead), or "" when the words before it
-    are the question's topic."""
+def split_topic(text: str) -> tuple[str, str, str]:
+    """(lead-in, topic, question): what split_lead sets before the question is its topic when
+    the question asks about it, else a lead-in; at most one of the two is not empty."""
     lead, question = split_lead(text)
-    return "" if not lead or about_what_precedes(question) else lead
+    if lead and _about_what_precedes(question):
+        return "", lead, question
+    return lead, "", question
 
 
 # A request wrapped around the question: a speaker asking someone to tell them something ("could
@@ -399,15 +401,11 @@ def request_frame(question: str) -> tuple[str, str]:
     when X expires", "walk me through | adding X"); ("", question) otherwise."""
     low = question.lower()
     opening = _REQUEST_OPENING.match(low)
-    if opening is not None:
-        embedded = _EMBEDDED.search(low, opening.end())
-        wrapper = low[: embedded.start()] if embedded is not None else ""
-        if (
-            embedded is not None
-            and len(wrapper.split()) <= _EMBEDDED_WITHIN
-            and _ADDRESSED.search(wrapper)
-            and not _TWO_CLAUSES.search(wrapper)
-        ):
+    embedded = _EMBEDDED.search(low, opening.end()) if opening is not None else None
+    if embedded is not None:
+        wrapper = low[: embedded.start()]
+        one_clause = _ADDRESSED.search(wrapper) and not _TWO_CLAUSES.search(wrapper)
+        if one_clause and len(wrapper.split()) <= _EMBEDDED_WITHIN:
             return question[: embedded.start()].strip(), question[embedded.start() :]
     to_me = _TO_ME.match(low)
     if to_me is not None and not re.match(rf"^{_WH_WORD}\b", low):
@@ -662,7 +660,7 @@ def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bo
     """Whether the numbers differ only by ones a lead-in names and the other side lacks: "for
     the SOC 2 audit: which keys are older than 180 days?" asks what "which keys are older than
     180 days?" asks. A number the other side has, wherever it stands, still counts."""
-    lead_a, lead_b = lead_in(asked), lead_in(stored)
+    lead_a, lead_b = split_topic(asked)[0], split_topic(stored)[0]
     if not lead_a and not lead_b:
         return False
     only_lead_a = set(slots(lead_a).numbers) - set(b.numbers) if lead_a else set()
