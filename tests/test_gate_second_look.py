@@ -191,6 +191,32 @@ def test_a_word_swapped_in_a_topic_set_before_the_question_is_a_substitution() -
 
 
 @pytest.mark.parametrize(
+    "asked",
+    [
+        "About the webserver: what caused the outage on June 12?",
+        "For the webserver, what caused the outage on June 12?",
+    ],
+)
+def test_a_word_swapped_in_a_lead_in_is_a_substitution(asked: str) -> None:
+    # Spared the substitution test, a lead-in that names what is asked scored 0.96 to 0.97
+    # against the scheduler's question: served at the 0.5% budget.
+    for stored in (
+        "What caused the scheduler outage on June 12?",
+        "About the scheduler: what caused the outage on June 12?",
+    ):
+        found = default_model().assess(asked, stored)
+        assert found.reason == "substitution"
+        assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
+    # A lead-in that adds a word to a question the other side asks whole is no swap.
+    added = default_model().assess(
+        "For the postmortem: what caused the scheduler outage on June 12?",
+        "What caused the scheduler outage on June 12?",
+    )
+    assert added.reason is None
+    assert (added.probability or 0.0) >= default_model().threshold(0.001)
+
+
+@pytest.mark.parametrize(
     ("text", "wrapper"),
     [
         ("Could you let me know when the cert runs out?", "Could you let me know"),
@@ -222,7 +248,8 @@ def test_the_words_of_a_request_are_no_substitution() -> None:
     )
     assert wrapped.reason is None and "able" not in wrapped.asked_only
     # A word before "me" that names the subject stays in the question.
-    assert "lead" not in align("Does prod page me on 5xx errors?", stored).turn_roles
+    roles = align("Does prod page me on 5xx errors?", stored).turn_roles
+    assert not {"lead", "request"} & set(roles)
 
 
 def test_superscript_and_subscript_digits_never_fold_into_plain_digits() -> None:

@@ -177,16 +177,23 @@ def _freshness(claim: Claim, turn: Turn, now: datetime) -> str | None:
     return None
 
 
-def _naming_the_agent(asked: Normalized, text: str, claim: Claim) -> Normalized:
+def _naming_the_agent(asked: Normalized, text: str, agent: str | None) -> Normalized:
     """The turn as it reads when "the Kernel agent" is called "Kernel", as its claim calls it.
 
     People name the agent that made a finding either way; the word "agent" after the claim's
     own agent name adds nothing. Any other "agent" stays a word of the question.
     """
-    if not claim.agent or "agent" not in asked.content:
+    if not agent or "agent" not in asked.content:
         return asked
-    pattern = re.compile(rf"\b({re.escape(claim.agent)})\s+agent\b", re.IGNORECASE)
+    pattern = re.compile(rf"\b({re.escape(agent)})\s+agent\b", re.IGNORECASE)
     return normalize(pattern.sub(r"\1", text)) if pattern.search(text) else asked
+
+
+@lru_cache(maxsize=4_096)
+def _comparison(text: str, question: str, agent: str | None) -> Comparison:
+    """The strict comparison of a turn with a stored question. Cached: on a miss, the lookup
+    widens and decides again over the first candidates and the new ones."""
+    return compare(_naming_the_agent(normalize(text), text, agent), normalize(question))
 
 
 def _has_digit(word: str) -> bool:
@@ -227,6 +234,7 @@ def _second_look(
     return same, explained
 
 
+@lru_cache(maxsize=65_536)
 def names_its_subject(text: str) -> bool:
     """True when the turn names what it is about with an identifier or a number
     ("analytics.orders_daily", "CVE-2024-22262", "March 4"): an "it" or "this" in such a turn
@@ -271,7 +279,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
     if _FOLLOW_UP_OPENING.match(turn.text) or (points_elsewhere(turn.text) and not self_contained):
         return _miss("follow_up")
     compared = [
-        (claim, compare(_naming_the_agent(asked, turn.text, claim), normalize(claim.question)))
+        (claim, _comparison(turn.text, claim.question, claim.agent))
         for claim in _most_alike(turn.text, candidates, MAX_COMPARED)
     ]
     same = [(claim, c.similarity) for claim, c in compared if c.same_question]
