@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..gate.scoring import GateModel
 from .report import DevLedger, DevSplit, Ledgers, PairsLedger, PairsSummary, percent, rate
 
 #: The data sets of the card, in its order: (ledger file stem, half, what to call it).
@@ -38,7 +39,9 @@ METHOD = (
     'through ...") and a kind-noun beside an identifier ("the finance.invoices table") are '
     "measured apart from the question's own words, and a request is read for the question "
     'inside it; words set before a question that points back at them ("the training config '
-    '- where is it kept?") are its topic, where a swapped word is a substitution. What is '
+    '- where is it kept?") are its topic, where a swapped word is a substitution, and so is '
+    "a lead-in's word when the other question leaves a word out too (\"about the webserver: "
+    'what caused the outage?" / "what caused the scheduler outage?"). What is '
     "left is scored by gradient-boosted decision "
     "trees ({trees}) over the alignment's measures ({features}), fitted by "
     "`tools/fit_gate.py` and shipped as plain arrays. The user sets an error budget (the "
@@ -66,6 +69,38 @@ FAILURE_CLASSES = (
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",
 )
+
+
+#: The measures of two questions whose words all align, in one order, with nothing left over
+#: and no identifier among them; only how much rare content they share is left to vary.
+_ALL_ALIGNED = {
+    "cov_q": 1.0, "cov_c": 1.0, "min_cov": 1.0, "unal_q": 0.0, "unal_c": 0.0, "max_unal": 0.0,
+    "sent": 1.0, "jacc": 1.0, "order": 1.0, "len_gap": 0.0, "n_unal_q": 0.0, "n_unal_c": 0.0,
+    "min_unal": 0.0, "context_kept": 1.0, "ids_shared": 0.0, "lead_unal": 0.0,
+    "beside_unal": 0.0, "order_all": 1.0,
+}  # fmt: skip
+
+
+def _short_questions(params: dict[str, Any], default: float) -> list[str]:
+    """What the shipped trees give two questions whose words all align, by how much rare
+    content they share: the score's bias against short questions, computed, not typed."""
+    names = list(params["features"])
+    if "shared_mass" not in names or set(names) - {"shared_mass"} - _ALL_ALIGNED.keys():
+        return []
+    model = GateModel(params)
+
+    def score(shared: float) -> str:
+        values = [shared if n == "shared_mass" else _ALL_ALIGNED[n] for n in names]
+        return f"{model.probability(values):.3f}"
+
+    return [
+        "- **Short questions.** The trees weigh how much rare content two questions share, "
+        "so a paraphrase whose every word aligns, in the same order, scores "
+        f"{score(3.0)} when the two share the weight of two rare words (3.0), {score(4.5)} "
+        f"with three and {score(7.5)} with five, against {model.threshold(default):g} at the "
+        "default budget: a short question reworded at all is seldom served at the strictest "
+        "budgets."
+    ]
 
 
 def _trees_shape(params: dict[str, Any]) -> str:
@@ -239,7 +274,13 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     lines += ["", *_provenance(ledgers)]
     if ledgers.dev is not None:
         lines += ["", *_dev_styles(ledgers.dev)]
-    lines += ["", "**Known failure classes.**", "", *FAILURE_CLASSES]
+    lines += [
+        "",
+        "**Known failure classes.**",
+        "",
+        *FAILURE_CLASSES,
+        *_short_questions(params, default),
+    ]
     if ledgers.dev is not None:
         lines += _observed(ledgers.dev)
     return "\n".join(lines) + "\n"
