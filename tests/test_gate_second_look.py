@@ -23,6 +23,7 @@ from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
 from staffstore.text.alignment import FEATURES, align, features
 from staffstore.text.matching import normalize
+from staffstore.text.rephrasing import possessive_unfoldings
 from staffstore.text.similarity import MAX_PIECES, cosine, pieces
 from staffstore.text.slots import differences, focus, request_frame, split_lead, split_topic
 from staffstore.text.words import words
@@ -281,6 +282,29 @@ def test_two_words_that_traded_their_numbers_are_another_question() -> None:
         "During the spot interruption on August 2, how many pods were evicted?",
     )
     assert moved.reason != "word_order"
+
+
+def test_a_possessive_is_read_as_the_of_phrase_it_stands_for() -> None:
+    assert "How many targets does the target group of prod-web ALB have?" in (
+        possessive_unfoldings("How many targets does the prod-web ALB's target group have?")
+    )
+    assert possessive_unfoldings("Which IAM users' access keys are old?")[-1] == (
+        "Which access keys of IAM users are old?"
+    )
+    assert possessive_unfoldings("What's the pool size, and where's it set?") == ()
+    # Refused as a reordering when the possessive was read as it stands.
+    found = default_model().assess(
+        "Is the online feature store's user_ltv_30d feature updated in real time?",
+        "Is the user_ltv_30d feature in the online feature store updated in real time?",
+    )
+    assert found.reason is None
+    assert (found.probability or 0.0) >= default_model().threshold(0.001)
+    # Two things that traded places around a possessive are a change of roles.
+    traded = default_model().assess(
+        "Why did the scheduler's retry queue block the webserver?",
+        "Why did the webserver's retry queue block the scheduler?",
+    )
+    assert traded.reason == "word_order"
 
 
 def test_a_word_swapped_for_an_unrelated_one_is_a_substitution() -> None:

@@ -32,6 +32,7 @@ from ..text.alignment import (
     FEATURES,
     align,
     features,
+    possessive_reading,
     reattached,
     reordered,
     substitution,
@@ -153,7 +154,12 @@ class GateModel:
             return Assessment("word_order", tuple(traded), tuple(traded))
         alignment = align(asked, stored)
         if reordered(asked, stored, alignment):
-            return Assessment("word_order")
+            # A possessive moves words without changing what is asked: read it unfolded. Two
+            # words that traded places above stay refused: that is a change of roles.
+            unfolded = possessive_reading(asked, stored)
+            if unfolded is None:
+                return Assessment("word_order")
+            asked, stored, alignment = unfolded
         swap = substitution(alignment, self.filler)
         if swap.unrelated:
             return Assessment("substitution", tuple(swap.asked_only), tuple(swap.stored_only))

@@ -26,6 +26,7 @@ from functools import lru_cache
 import numpy as np
 
 from .lexicon import canonical
+from .rephrasing import possessive_unfoldings
 from .similarity import similarity, text_cosine
 from .slots import FOCUS, NEGATION, YES_NO, names, request_frame, split_topic
 from .words import (
@@ -405,6 +406,28 @@ def reordered(asked: str, stored: str, a: Alignment) -> bool:
         return True
     # Among names, any move may be a change of roles ("A succeeded B in 1307"): count every word.
     return order_pieces(a, plain_only=False) >= 2 and len(names(asked) | names(stored)) >= 2
+
+
+def possessive_reading(asked: str, stored: str) -> tuple[str, str, Alignment] | None:
+    """The pair with one side's possessive unfolded into an of-phrase, and its alignment, when
+    that reading neither trades words nor reorders them: "Is the online feature store's
+    user_ltv_30d feature updated in real time?" asks "Is the user_ltv_30d feature in the online
+    feature store updated in real time?". None when no such reading exists."""
+    # Held out within workday_dev's tuning split (paraphrases served at the 0.1% / 0.2% / 0.5%
+    # / 1% / 2% budgets, of 400; near misses in brackets, of 300): 210 / 236 / 256 / 272 / 281
+    # (0 / 0 / 2 / 2 / 2) with this reading, 211 / 227 / 252 / 269 / 279 (0 / 1 / 2 / 2 / 3)
+    # without. Letting it rescue two words that traded places as well served 215 / 239 / 256 /
+    # 272 / 282, and "why did the scheduler's retry queue block the webserver?" / "... the
+    # webserver's retry queue block the scheduler?" at 0.986.
+    readings = [(text, stored) for text in possessive_unfoldings(asked)]
+    readings += [(asked, text) for text in possessive_unfoldings(stored)]
+    for turn, claim in readings:
+        if swapped(turn, claim) or reattached(turn, claim):
+            continue
+        alignment = align(turn, claim)
+        if not reordered(turn, claim, alignment):
+            return turn, claim, alignment
+    return None
 
 
 def _context_kept(asked: str, stored: str) -> float:

@@ -21,15 +21,23 @@ one more):
 A moved block never crosses a phrase boundary (punctuation, an auxiliary, a conjunction: see
 matching.Normalized.breaks), so "in Europe and in Belgium" cannot become "in Belgium and Europe".
 
+The second look reads a possessive the same way when the order is all that keeps two questions
+apart ("the prod-web ALB's target group" / "the target group of the prod-web ALB"): see
+possessive_unfoldings.
+
 Everything else stays a different question. PAWS-style swaps ("flights from A to B" / "from
 B to A") keep every word, so they can never look like an alternation that adds or drops one.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+from .words import FUNCTION_WORDS
 
 #: Prepositions that attach a noun's modifier after it ("the size of X" is "X's size"). "for"
 #: does too, but only before an identifier: "the image for acme/api" is "the acme/api image",
@@ -360,3 +368,61 @@ def _without_moved_negation(a: Side, b: Side, fixed: frozenset[str]) -> tuple[Si
         ):
             return rest_a, rest_b
     return None
+
+
+# -- the possessive, for the second look ---------------------------------------------------------
+
+_WHITESPACE_TOKEN = re.compile(r"\S+")
+_POSSESSOR = re.compile(r"^(.*\w)'s$|^(.*\ws)'$")  # "the ALB's", "the users'"
+#: "what's", "it's", "let's": a contraction, not a possessive.
+_NOT_POSSESSORS = frozenset(
+    {"it", "that", "what", "who", "where", "when", "why", "how", "there", "here", "let", "he",
+     "she"}
+)  # fmt: skip
+#: The longest possessed phrase read after a possessor, in words ("the ALB's target group").
+MAX_POSSESSED = 3
+
+
+def _word_and_trailing(token: str) -> tuple[str, str]:
+    """ "group?" -> ("group", "?")."""
+    word = token.rstrip("?!.,;:)")
+    return word, token[len(word) :]
+
+
+def _open_word(token: str) -> bool:
+    """A word a noun phrase runs on through: not a function word, no punctuation after it."""
+    word, trailing = _word_and_trailing(token)
+    return bool(word) and not trailing and word.lower() not in FUNCTION_WORDS
+
+
+@lru_cache(maxsize=65_536)
+def possessive_unfoldings(text: str) -> tuple[str, ...]:
+    """The text with its first possessive unfolded into an of-phrase ("does the prod-web ALB's
+    target group have" -> "does the target group of prod-web ALB have"), once for each length
+    the possessed phrase may have (1 to MAX_POSSESSED words: without a tagger, "the client's
+    certificate expire" may end before or after "expire"); () without a possessive.
+
+    The possessor is the run of words before "'s" up to a function word or punctuation."""
+    tokens = _WHITESPACE_TOKEN.findall(text.replace("\u2019", "'"))
+    for at, token in enumerate(tokens):
+        found = _POSSESSOR.fullmatch(token)
+        owner = found and (found[1] or found[2])
+        if not owner or owner.lower() in _NOT_POSSESSORS:
+            continue
+        start = at
+        while start > 0 and _open_word(tokens[start - 1]):
+            start -= 1
+        readings = []
+        for end in range(at + 1, min(at + 1 + MAX_POSSESSED, len(tokens))):
+            word, trailing = _word_and_trailing(tokens[end])
+            if not word or word.lower() in FUNCTION_WORDS:
+                break
+            possessed = [*tokens[at + 1 : end], word]
+            possessor = [*tokens[start:at], owner + trailing]
+            readings.append(
+                " ".join([*tokens[:start], *possessed, "of", *possessor, *tokens[end + 1 :]])
+            )
+            if trailing:
+                break
+        return tuple(readings)
+    return ()
