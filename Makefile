@@ -30,6 +30,7 @@ run: $(BIN)/staffstore
 
 test: $(BIN)/staffstore
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	# Two workers: most of the suite's time is spent waiting on real processes and servers.
 	$(BIN)/pytest -q -n 2
