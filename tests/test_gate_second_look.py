@@ -180,35 +180,7 @@ def test_a_question_s_topic_set_before_it_is_no_lead_in(text: str, lead: str) ->
     assert split_topic(text)[0] == lead
 
 
-def test_a_word_swapped_in_a_topic_set_before_the_question_is_a_substitution() -> None:
-    # Read as a lead-in, the topic's words were spared the substitution test, and this was
-    # served the scheduler's answer.
-    found = default_model().assess(
-        "Airflow webserver outage on June 12 - what caused it?",
-        "What caused the Airflow scheduler outage on June 12?",
-    )
-    assert found.reason == "substitution"
-    assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
-
-
-@pytest.mark.parametrize(
-    "asked",
-    [
-        "About the webserver: what caused the outage on June 12?",
-        "For the webserver, what caused the outage on June 12?",
-    ],
-)
-def test_a_word_swapped_in_a_lead_in_is_a_substitution(asked: str) -> None:
-    # Spared the substitution test, a lead-in that names what is asked scored 0.96 to 0.97
-    # against the scheduler's question: served at the 0.5% budget.
-    for stored in (
-        "What caused the scheduler outage on June 12?",
-        "About the scheduler: what caused the outage on June 12?",
-    ):
-        found = default_model().assess(asked, stored)
-        assert found.reason == "substitution"
-        assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
-    # A lead-in that adds a word to a question the other side asks whole is no swap.
+def test_a_lead_in_that_adds_words_to_a_whole_question_is_no_swap() -> None:
     added = default_model().assess(
         "For the postmortem: what caused the scheduler outage on June 12?",
         "What caused the scheduler outage on June 12?",
@@ -307,11 +279,29 @@ def test_a_possessive_is_read_as_the_of_phrase_it_stands_for() -> None:
     assert traded.reason == "word_order"
 
 
-def test_a_word_swapped_for_an_unrelated_one_is_a_substitution() -> None:
-    found = default_model().assess(
-        "What caused the Airflow webserver outage on June 12?",
-        "What caused the Airflow scheduler outage on June 12?",
-    )
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("What caused the Airflow webserver outage on June 12?",
+         "What caused the Airflow scheduler outage on June 12?"),
+        # Read as a lead-in, a topic's words were spared the substitution test, and this was
+        # served the scheduler's answer.
+        ("Airflow webserver outage on June 12 - what caused it?",
+         "What caused the Airflow scheduler outage on June 12?"),
+        # Spared the test, a lead-in that names what is asked scored 0.96 to 0.97 against the
+        # scheduler's question: served at the 0.5% budget.
+        ("About the webserver: what caused the outage on June 12?",
+         "What caused the scheduler outage on June 12?"),
+        ("About the webserver: what caused the outage on June 12?",
+         "About the scheduler: what caused the outage on June 12?"),
+        ("For the webserver, what caused the outage on June 12?",
+         "What caused the scheduler outage on June 12?"),
+        ("For the webserver, what caused the outage on June 12?",
+         "About the scheduler: what caused the outage on June 12?"),
+    ],
+)  # fmt: skip
+def test_a_word_swapped_for_an_unrelated_one_is_a_substitution(asked: str, stored: str) -> None:
+    found = default_model().assess(asked, stored)
     assert found.reason == "substitution"
     assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
 

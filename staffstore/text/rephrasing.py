@@ -372,7 +372,6 @@ def _without_moved_negation(a: Side, b: Side, fixed: frozenset[str]) -> tuple[Si
 
 # -- the possessive, for the second look ---------------------------------------------------------
 
-_WHITESPACE_TOKEN = re.compile(r"\S+")
 _POSSESSOR = re.compile(r"^(.*\w)'s$|^(.*\ws)'$")  # "the ALB's", "the users'"
 #: "what's", "it's", "let's": a contraction, not a possessive.
 _NOT_POSSESSORS = frozenset(
@@ -403,7 +402,7 @@ def possessive_unfoldings(text: str) -> tuple[str, ...]:
     certificate expire" may end before or after "expire"); () without a possessive.
 
     The possessor is the run of words before "'s" up to a function word or punctuation."""
-    tokens = _WHITESPACE_TOKEN.findall(text.replace("\u2019", "'"))
+    tokens = text.replace("\u2019", "'").split()
     for at, token in enumerate(tokens):
         found = _POSSESSOR.fullmatch(token)
         owner = found and (found[1] or found[2])
