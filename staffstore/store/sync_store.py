@@ -139,7 +139,11 @@ class SyncStore(StateTables, SyncJobs):
                 "SELECT rowid FROM claims_fts WHERE claims_fts MATCH ?", (fts_all([word]),)
             ):
                 shared[rowid] = shared.get(rowid, 0.0) + weight
-        ranked = sorted(shared, key=lambda rowid: (-shared[rowid], rowid))
+        # Most shared rarity first, ties by rowid: rowids sorted, then a stable sort on the
+        # weight alone (reverse keeps ties in order). The same order as one sort on (-weight,
+        # rowid), whose Python key for each of the ~640 rowids a bench miss reads cost 0.22 ms
+        # against 0.10 at 100,000 claims.
+        ranked = sorted(sorted(shared), key=shared.__getitem__, reverse=True)
         found: list[Claim] = []
         start = 0
         while start < len(ranked):
