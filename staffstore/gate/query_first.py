@@ -197,7 +197,9 @@ def _comparison(text: str, question: str, agent: str | None) -> Comparison:
 
 
 def _has_digit(word: str) -> bool:
-    return any(ch.isdigit() for ch in word)
+    # str.isdigit mapped over the characters, not a generator expression: the second look asks
+    # this of some 70 words a bench miss, 0.08 ms that way and 0.05 this.
+    return any(map(str.isdigit, word))
 
 
 def _second_look(
