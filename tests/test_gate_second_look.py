@@ -25,7 +25,14 @@ from staffstore.text.alignment import FEATURES, align, features
 from staffstore.text.matching import normalize
 from staffstore.text.rephrasing import possessive_unfoldings
 from staffstore.text.similarity import MAX_PIECES, cosine, pieces
-from staffstore.text.slots import differences, focus, request_frame, split_lead, split_topic
+from staffstore.text.slots import (
+    differences,
+    focus,
+    request_frame,
+    split_lead,
+    split_topic,
+    topic_reading,
+)
 from staffstore.text.words import words
 
 if TYPE_CHECKING:
@@ -275,6 +282,34 @@ def test_a_possessive_is_read_as_the_of_phrase_it_stands_for() -> None:
     traded = default_model().assess(
         "Why did the scheduler's retry queue block the webserver?",
         "Why did the webserver's retry queue block the scheduler?",
+    )
+    assert traded.reason == "word_order"
+
+
+def test_a_topic_set_before_its_question_is_read_where_the_question_points_at_it() -> None:
+    assert topic_reading("The nightly backup's retention policy: where is it configured?") == (
+        "where is the nightly backup's retention policy configured?"
+    )
+    assert topic_reading("Every night the orders table is rebuilt - is that true?") == (
+        "is it true that every night the orders table is rebuilt?"
+    )
+    assert topic_reading("the Friday deploy of acme/api - why?") == (
+        "why the Friday deploy of acme/api?"
+    )
+    assert topic_reading("For the postmortem: what caused the outage?") is None  # a lead-in
+    assert topic_reading("The backup job - what broke this week?") is None  # "this" is a time
+    model = default_model()
+    # Refused as a reordering when read as written.
+    found = model.assess(
+        "The nightly backup job's retention policy: where is it configured?",
+        "Where is the retention policy for the nightly backup job configured?",
+    )
+    assert found.reason is None
+    assert (found.probability or 0.0) >= model.threshold(0.001)
+    # Two things that traded places in the topic's reading are a change of roles.
+    traded = model.assess(
+        "The webserver: why did it block the scheduler?",
+        "Why did the scheduler block the webserver?",
     )
     assert traded.reason == "word_order"
 

@@ -24,30 +24,34 @@ PAIR_SETS = (
 )
 
 METHOD = (
-    "A turn is served a stored claim when the strict test finds the same content words in the "
-    "same order (up to a few fixed alternations), or when the second look accepts it. The "
-    "second look first reads both questions slot by slot: identifiers, numbers, versions, "
-    "dates and times, names, negation and polarity, quantifiers and scope, comparatives, "
-    "platforms and environments, and the question's focus (why / when / who / how many ...) "
-    "must agree, or the turn misses as `changed_requirement`, naming the slot. It then aligns "
-    "the two questions' remaining words softly (a static word similarity, word rarity, learned "
-    "filler words that a paraphrase adds or drops; an acronym typed in capitals against the "
-    'words whose initials it takes, "FRT" / "first response time"), and refuses two '
-    "words that traded places, a reordering beyond one moved phrase (`word_order`) and a word "
-    'swapped for an unrelated one (`substitution`). A lead-in before the question ("for the '
-    'postmortem: ..."), a request wrapped around it ("could you remind me when ...", "walk me '
-    'through ...") and a kind-noun beside an identifier ("the finance.invoices table") are '
-    "measured apart from the question's own words, and a request is read for the question "
-    'inside it; words set before a question that points back at them ("the training config '
-    '- where is it kept?") are its topic, where a swapped word is a substitution, and so is '
-    "a lead-in's word when the other question leaves a word out too (\"about the webserver: "
-    'what caused the outage?" / "what caused the scheduler outage?"). What is '
-    "left is scored by gradient-boosted decision "
-    "trees ({trees}) over the alignment's measures ({features}), fitted by "
-    "`tools/fit_gate.py` and shipped as plain arrays. The user sets an error budget (the "
-    "share of turns that may be served another question's answer; `--gate-budget`, default "
-    "{default}); the calibration maps each budget to the lowest threshold that kept the "
-    "calibration sets' added false hits within it."
+    "A turn is served a stored claim when the strict test finds the same content words in "
+    "the same order (up to a few fixed alternations), or when the second look accepts it. "
+    "The second look first reads both questions slot by slot: identifiers, numbers, "
+    "versions, dates and times, names, negation and polarity, quantifiers and scope, "
+    "comparatives, platforms and environments, and the question's focus (why / when / who / "
+    "how many ...) must agree, or the turn misses as `changed_requirement`, naming the "
+    "slot. It then aligns the two questions' remaining words softly (a static word "
+    "similarity, word rarity, learned filler words that a paraphrase adds or drops; an "
+    'acronym typed in capitals against the words whose initials it takes, "FRT" / "first '
+    'response time"), and refuses two words that traded places, a reordering beyond one '
+    "moved phrase (`word_order`) and a word swapped for an unrelated one (`substitution`). "
+    "Before it refuses an order, it reads the pair again with a topic put where its "
+    'question points at it ("the ALB\'s target group: how many targets does it have?" as '
+    '"how many targets does the ALB\'s target group have?") and with a possessive unfolded '
+    'into an of-phrase ("the target group of the ALB"); two words that trade places in a '
+    'reading stay refused. A lead-in before the question ("for the postmortem: ..."), a '
+    'request wrapped around it ("could you remind me when ...", "walk me through ...") and '
+    'a kind-noun beside an identifier ("the finance.invoices table") are measured apart '
+    "from the question's own words, and a request is read for the question inside it; words "
+    'set before a question that points back at them ("the training config - where is it '
+    "kept?\") are its topic, where a swapped word is a substitution, and so is a lead-in's "
+    'word when the other question leaves a word out too ("about the webserver: what caused '
+    'the outage?" / "what caused the scheduler outage?"). What is left is scored by '
+    "gradient-boosted decision trees ({trees}) over the alignment's measures ({features}), "
+    "fitted by `tools/fit_gate.py` and shipped as plain arrays. The user sets an error "
+    "budget (the share of turns that may be served another question's answer; "
+    "`--gate-budget`, default {default}); the calibration maps each budget to the lowest "
+    "threshold that kept the calibration sets' added false hits within it."
 )
 
 FAILURE_CLASSES = (

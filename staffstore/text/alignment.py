@@ -28,7 +28,7 @@ import numpy as np
 from .lexicon import canonical
 from .rephrasing import possessive_unfoldings
 from .similarity import similarity, text_cosine
-from .slots import FOCUS, NEGATION, YES_NO, names, request_frame, split_topic
+from .slots import FOCUS, NEGATION, YES_NO, names, request_frame, split_topic, topic_reading
 from .words import (
     FUNCTION_WORDS,
     MONTHS,
@@ -420,6 +420,15 @@ def reordered(asked: str, stored: str, a: Alignment) -> bool:
         return True
     # Among names, any move may be a change of roles ("A succeeded B in 1307"): count every word.
     return order_pieces(a, plain_only=False) >= 2 and len(names(asked) | names(stored)) >= 2
+
+
+def topic_read(asked: str, stored: str) -> tuple[str, str] | None:
+    """The pair with each side's topic put where its question points at it (see
+    slots.topic_reading); None when neither side sets a topic that way."""
+    turn, claim = topic_reading(asked), topic_reading(stored)
+    if turn is None and claim is None:
+        return None
+    return turn or asked, claim or stored
 
 
 def possessive_reading(asked: str, stored: str) -> tuple[str, str, Alignment] | None:

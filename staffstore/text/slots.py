@@ -373,6 +373,48 @@ def split_topic(text: str) -> tuple[str, str, str]:
     return lead, "", question
 
 
+# The word in a question that stands for its topic ("the training config - where is it kept?"),
+# and a question that asks whether its topic holds ("... - is that (really) true?"). "this" and
+# "these" stand alone only before a verb or at the end ("these tables" names another thing).
+_STANDS_FOR_TOPIC = re.compile(
+    r"\b(?:it|they|them|(?:this|these|those)(?=\s+(?:is|are|was|were|do|does|did|has|have|had"
+    r"|get|gets|got)\b|\W*$))\b",
+    re.IGNORECASE,
+)
+_TOPIC_HOLDS = re.compile(
+    r"^(?:is|was)\s+(?:that|this|it)\s+(?:\w+\s+)?(?:true|right|correct|so|the\s+case)\W*$",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=65_536)
+def topic_reading(text: str) -> str | None:
+    """The question with its topic put where the question points at it ("The prod-iam
+    workspace's Terraform state: where is it stored?" -> "where is The prod-iam workspace's
+    Terraform state stored?", "X - is that true?" -> "is it true that X?", "X - why?" -> "why
+    X?"); None when the text sets no topic before its question, or the question neither points
+    at it nor asks only a question word about it.
+
+    The gate reads a pair this way only when the words as written stand in another order
+    (GateModel's reading): a fronted topic moves a phrase without changing what is asked."""
+    _lead, topic, question = split_topic(text)
+    if not topic:
+        return None
+    # Moved inside the sentence, a capital that only opened it would read as a name.
+    first = _FIRST_NAME.match(topic)
+    if first and is_common(first.group(1)):
+        topic = topic[0].lower() + topic[1:]
+    if _TOPIC_HOLDS.match(question):
+        return f"is it true that {topic}?"
+    pointer = _STANDS_FOR_TOPIC.search(question)
+    if pointer is not None:
+        return question[: pointer.start()] + topic + question[pointer.end() :]
+    if not _POINTS_BACK.search(question.lower()):
+        # No subject of its own ("- why?", "- how many?"): the question word asks about it.
+        return f"{question.rstrip('?!. ')} {topic}?"
+    return None
+
+
 # A request wrapped around the question: a speaker asking someone to tell them something ("could
 # you let me know when", "I was hoping you could tell me how many", "would you be able to tell me
 # who") or an imperative aimed at the speaker ("walk me through", "point me at", "give me").
