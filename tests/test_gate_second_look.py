@@ -14,10 +14,12 @@ import pytest
 from staffstore.gate import query_first
 from staffstore.gate.scoring import (
     DEFAULT_BUDGET,
+    Form,
     GateModel,
     GateParamsError,
     Trees,
     default_model,
+    text_form,
 )
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
@@ -490,11 +492,33 @@ def test_a_wrapper_scores_higher_than_an_added_requirement() -> None:
     assert narrowed.probability is None or narrowed.probability < wrapped.probability
 
 
-def test_a_larger_budget_never_raises_the_threshold() -> None:
+@pytest.mark.parametrize("form", ["question", "statement"])
+def test_a_larger_budget_never_raises_the_threshold(form: Form) -> None:
     model = default_model()
-    thresholds = [model.threshold(b) for b in sorted(model.budgets)]
+    thresholds = [model.threshold(b, form) for b in sorted(model.budgets)]
     assert thresholds == sorted(thresholds, reverse=True)
-    assert model.threshold(DEFAULT_BUDGET / 10) == model.threshold(min(model.budgets))
+    assert model.threshold(DEFAULT_BUDGET / 10, form) == model.threshold(min(model.budgets), form)
+
+
+def test_a_stored_text_is_a_question_when_it_ends_with_a_question_mark() -> None:
+    assert text_form("Why did the nightly backup fail on Sunday?  ") == "question"
+    assert text_form("Why did the nightly backup fail on Sunday") == "statement"
+    assert text_form("Lysos is a village in Paphos .") == "statement"
+
+
+def test_each_form_is_served_at_its_own_calibrated_threshold() -> None:
+    params = dict(default_model().params)
+    params["calibration"] = [
+        {"budget": 0.001, "threshold": 0.97, "statement_threshold": 0.99},
+        {"budget": 0.01, "threshold": 0.8, "statement_threshold": 0.85},
+    ]
+    model = GateModel(params)
+    assert model.threshold_for(0.001, "Why did the backup fail?") == 0.97
+    assert model.threshold_for(0.001, "The backup failed on Sunday.") == 0.99
+    assert model.threshold_for(0.05, "The backup failed on Sunday.") == 0.85
+    # A file calibrated before the forms were told apart holds one threshold for both.
+    params["calibration"] = [{"budget": 0.001, "threshold": 0.97}]
+    assert GateModel(params).threshold(0.001, "statement") == 0.97
 
 
 def test_the_trees_add_the_leaves_each_measure_reaches() -> None:
@@ -556,6 +580,18 @@ async def test_at_the_default_budget_the_same_turn_misses_and_says_by_how_much(
     assert decision.claim_id == claim.id
     assert decision.budget == DEFAULT_BUDGET and decision.threshold == threshold
     assert decision.score is not None
+    assert decision.hit == (decision.score >= threshold)
+
+
+async def test_a_stored_statement_is_held_to_the_statement_threshold(
+    put: PutClaim, store: StaffStore
+) -> None:
+    # The same stored finding written as a statement: the miss names the statement threshold.
+    claim = await put("The nightly backup failed on Sunday because the disk filled", "Yes.")
+    decision = await ask(store, "On Sunday the nightly backup failed as the disk was full")
+    assert decision.claim_id == claim.id and decision.score is not None
+    threshold = default_model().threshold(DEFAULT_BUDGET, "statement")
+    assert decision.budget == DEFAULT_BUDGET and decision.threshold == threshold
     assert decision.hit == (decision.score >= threshold)
 
 

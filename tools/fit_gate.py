@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from staffstore.gate.scoring import GateModel  # noqa: E402
+from staffstore.gate.scoring import Form, GateModel, text_form  # noqa: E402
 from staffstore.replays.splits import half, workday_split  # noqa: E402
 from staffstore.text.alignment import FEATURES, align, features, subject_words  # noqa: E402
 from staffstore.text.matching import compare, normalize  # noqa: E402
@@ -178,10 +178,14 @@ def fit_trees(
     return spec
 
 
-def isolated_scores(
-    model: GateModel, pairs: list[tuple[str, str, int]]
-) -> list[tuple[int, bool, float]]:
-    """(label, strict test matched, probability or 0) for each (asked, stored, label)."""
+#: One calibration pair as scored: (label, strict test matched, probability or 0, the form of
+#: the stored text).
+Scored = tuple[int, bool, float, Form]
+FORMS: tuple[Form, ...] = ("question", "statement")
+
+
+def isolated_scores(model: GateModel, pairs: list[tuple[str, str, int]]) -> list[Scored]:
+    """How the gate scores each (asked, stored, label), each pair alone."""
     out = []
     for asked, stored, label in pairs:
         strict = compare(normalize(asked), normalize(stored)).same_question
@@ -189,19 +193,24 @@ def isolated_scores(
         if not strict:
             found = model.assess(asked, stored)
             probability = found.probability or 0.0
-        out.append((label, strict, probability))
+        out.append((label, strict, probability, text_form(stored)))
     return out
 
 
-def rates(scored: list[tuple[int, bool, float]], threshold: float) -> tuple[float, float, float]:
-    """(recall, false-hit rate, false hits the second look adds) at a threshold, as shares of
-    the pairs. The strict test's own false hits on Quora are nearly all label errors ("What are
-    the most haunted place in delhi?" / "...places in delhi?" labelled different), so a budget
-    is spent by what the second look adds; the total is reported beside it."""
-    positives = sum(label for label, _s, _p in scored) or 1
-    hits = sum(1 for label, strict, p in scored if label == 1 and (strict or p >= threshold))
-    false = sum(1 for label, strict, p in scored if label == 0 and (strict or p >= threshold))
-    added = sum(1 for label, strict, p in scored if label == 0 and not strict and p >= threshold)
+def is_served(row: Scored, thresholds: dict[Form, float]) -> bool:
+    _label, strict, probability, form = row
+    return strict or probability >= thresholds[form]
+
+
+def rates(scored: list[Scored], thresholds: dict[Form, float]) -> tuple[float, float, float]:
+    """(recall, false-hit rate, false hits the second look adds) at each form's threshold, as
+    shares of the pairs. The strict test's own false hits on Quora are nearly all label errors
+    ("What are the most haunted place in delhi?" / "...places in delhi?" labelled different),
+    so a budget is spent by what the second look adds; the total is reported beside it."""
+    positives = sum(row[0] for row in scored) or 1
+    hits = sum(1 for row in scored if row[0] == 1 and is_served(row, thresholds))
+    false = sum(1 for row in scored if row[0] == 0 and is_served(row, thresholds))
+    added = sum(1 for row in scored if row[0] == 0 and not row[1] and is_served(row, thresholds))
     return hits / positives, false / len(scored), added / len(scored)
 
 
@@ -248,28 +257,52 @@ def fit_score(
     return params, len(xs)
 
 
-def calibrate(
-    scored: dict[str, list[tuple[int, bool, float]]],
-) -> list[dict[str, Any]]:
-    """For each budget, the lowest threshold that keeps every calibration set's added false
-    hits within it; above 1.0 the second look never serves (the strict test alone may already
-    spend the budget)."""
+def lowest_threshold(sets: list[list[Scored]], budget: float) -> float:
+    """The lowest threshold on the grid that keeps each set's added false hits within the
+    budget, or 1.01 (the second look never serves) when none does."""
+    within = (
+        t for t in THRESHOLDS if all(rates(s, dict.fromkeys(FORMS, t))[2] <= budget for s in sets)
+    )
+    return next(within, 1.01)
+
+
+def calibrate(scored: dict[str, list[Scored]]) -> list[dict[str, Any]]:
+    """For each budget and each form of stored text, the lowest threshold that keeps every
+    calibration set's added false hits among its pairs of that form within the budget; then a
+    set's false hits as a whole stay within it too. Above 1.0 the second look never serves (the
+    strict test alone may already spend the budget).
+
+    The forms are calibrated apart because the sets differ in kind: PAWS-Wiki's sentences,
+    every one a statement, are word swaps built to look alike, and with one threshold for all
+    its few highest-scoring negatives set the threshold for questions as well, which are what a
+    cache stores. Held out within workday_dev's tuning split (paraphrases served at the 0.1% /
+    0.2% / 0.5% budgets, of 400; near misses in brackets, of 300), December 4 2026: 225 / 243 /
+    261 (0 / 1 / 2) with the forms apart, 220 / 239 / 258 (0 / 0 / 2) with one threshold."""
     calibration = []
     for budget in BUDGETS:
-        threshold = next(
-            (t for t in THRESHOLDS if all(rates(s, t)[2] <= budget for s in scored.values())),
-            1.01,
-        )
+        thresholds: dict[Form, float] = {}
+        for form in FORMS:
+            of_form = [rows for s in scored.values() if (rows := [r for r in s if r[3] == form])]
+            # No calibration pair of this form: it gets what every pair together allows.
+            thresholds[form] = lowest_threshold(of_form or list(scored.values()), budget)
         measured = {}
         for name, pairs in scored.items():
-            recall, false, added = rates(pairs, threshold)
+            recall, false, added = rates(pairs, thresholds)
             measured[name] = {
                 "recall": round(recall, 4),
                 "false_hit_rate": round(false, 4),
                 "added_false_hit_rate": round(added, 4),
                 "pairs": len(pairs),
+                "questions": sum(1 for row in pairs if row[3] == "question"),
             }
-        calibration.append({"budget": budget, "threshold": threshold, "measured": measured})
+        calibration.append(
+            {
+                "budget": budget,
+                "threshold": thresholds["question"],
+                "statement_threshold": thresholds["statement"],
+                "measured": measured,
+            }
+        )
     return calibration
 
 
@@ -296,10 +329,14 @@ def cross_validate(
             asked = [(t["text"], claims[t["claim"]]["question"], int(t["label"] == "hit"))
                      for t in held]  # fmt: skip
             scored = isolated_scores(model, asked)
-            hits += sum(label for label, _s, _p in scored)
-            misses += sum(1 - label for label, _s, _p in scored)
+            hits += sum(row[0] for row in scored)
+            misses += sum(1 - row[0] for row in scored)
             for point in points:
-                labels = [label for label, strict, p in scored if strict or p >= point["threshold"]]
+                limits: dict[Form, float] = {
+                    "question": point["threshold"],
+                    "statement": point["statement_threshold"],
+                }
+                labels = [row[0] for row in scored if is_served(row, limits)]
                 served[point["budget"]] += sum(labels)
                 false[point["budget"]] += len(labels) - sum(labels)
         for budget in BUDGETS:

@@ -203,10 +203,11 @@ def _has_digit(word: str) -> bool:
 
 
 def _second_look(
-    turn: Turn, compared: list[tuple[Claim, Comparison]], threshold: float
+    turn: Turn, compared: list[tuple[Claim, Comparison]], budget: float
 ) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
     """Score the nearest candidates the strict test refused. Returns the claims whose score
-    reaches the threshold (the best one and its restatements), and the nearest assessment."""
+    reaches the budget's threshold for their form (the best one and its restatements), and the
+    nearest assessment."""
     model = default_model()
     # A stored question that differs in a number, version or date is another question for the
     # second look as well (its number slot): no need to read it again.
@@ -223,7 +224,11 @@ def _second_look(
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]
     best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
     explained = best or (assessed[0] if assessed else None)
-    if best is None or (best[1].probability or 0.0) < threshold:
+
+    def reaches(claim: Claim, assessment: Assessment) -> bool:
+        return (assessment.probability or 0.0) >= model.threshold_for(budget, claim.question)
+
+    if best is None or not reaches(*best):
         return [], explained
     # Only the best question and its restatements: two different questions that both score
     # high must not be read as a conflict between their answers.
@@ -231,7 +236,7 @@ def _second_look(
     same = [
         (claim, a.probability or 0.0)
         for claim, a in scored
-        if (a.probability or 0.0) >= threshold and normalize(claim.question).key == key
+        if reaches(claim, a) and normalize(claim.question).key == key
     ]
     return same, explained
 
@@ -286,7 +291,6 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
     ]
     same = [(claim, c.similarity) for claim, c in compared if c.same_question]
     budget = DEFAULT_BUDGET if turn.gate_budget is None else turn.gate_budget
-    threshold = default_model().threshold(budget)
     if not same:
         if not compared:
             leans = _leans_on_context(asked, None) and not self_contained
@@ -297,7 +301,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
         if reason == "follow_up" and self_contained:
             reason = "below_threshold"
         if reason != "follow_up" and second_look:
-            same, looked = _second_look(turn, compared, threshold)
+            same, looked = _second_look(turn, compared, budget)
         if not same:
             if reason == "below_threshold" and looked is not None and looked[1].probability:
                 # Explain the miss against the question the second look scored highest.
@@ -308,7 +312,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
                     claim,
                     asked_only=list(assessment.asked_only),
                     stored_only=list(assessment.stored_only),
-                    threshold=threshold,
+                    threshold=default_model().threshold_for(budget, claim.question),
                     budget=budget,
                 )
             return _miss(
@@ -350,7 +354,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
         score=score,
         answer=claim.answer,
         claim=claim,
-        threshold=None if strict else threshold,
+        threshold=None if strict else default_model().threshold_for(budget, claim.question),
         budget=None if strict else budget,
     )
 

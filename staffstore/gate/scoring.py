@@ -15,7 +15,11 @@ they grow is chosen the same way, by `tools/fit_gate.py --cross-validate`.
 Whether that probability is enough is the user's call, made as an error budget: the share of
 turns that may be served a claim that answers another question. tools/fit_gate.py measured, on
 labelled pairs it was not fitted on, which threshold keeps false hits within each budget; the
-table ships in data/gate_params.json with the data it came from.
+table ships in data/gate_params.json with the data it came from. Stored questions and stored
+statements are calibrated apart (`text_form`): each form's threshold keeps each calibration
+set's false hits among the pairs of that form within the budget, so a set's false hits as a
+whole stay within it too, and the adversarial statements of PAWS (word swaps in Wikipedia
+sentences) no longer set the threshold for questions, which none of them is.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from ..text.alignment import (
     FEATURES,
@@ -64,10 +68,22 @@ class Assessment:
     probability: float | None = None
 
 
+#: What a stored text is, for the calibration: a question, or anything else.
+Form = Literal["question", "statement"]
+
+
+def text_form(text: str) -> Form:
+    """A stored text that ends with a question mark is a question; anything else is a
+    statement. Every claim of workday_dev and of the replays, and 98.9% of Quora's questions,
+    end with one; no sentence of PAWS-Wiki does."""
+    return "question" if text.rstrip().endswith("?") else "statement"
+
+
 @dataclass(frozen=True)
 class CalibratedPoint:
     budget: float
-    threshold: float
+    threshold: float  # for a stored question
+    statement_threshold: float  # for a stored statement
 
 
 class Trees:
@@ -108,8 +124,10 @@ class GateModel:
                 raise GateParamsError("the parameters were fitted for other features")
             self.filler: dict[str, float] = dict(params["filler"])
             self.trees = Trees(params["trees"])
+            # A file calibrated before the two forms were told apart holds one threshold.
             self.points = sorted(
-                (CalibratedPoint(float(p["budget"]), float(p["threshold"]))
+                (CalibratedPoint(float(p["budget"]), float(p["threshold"]),
+                                 float(p.get("statement_threshold", p["threshold"])))
                  for p in params["calibration"]),
                 key=lambda p: p.budget,
             )  # fmt: skip
@@ -129,14 +147,19 @@ class GateModel:
         z = self.trees.log_odds(values)
         return 1.0 / (1.0 + math.exp(-z))
 
-    def threshold(self, budget: float) -> float:
-        """The calibrated threshold for an error budget: the point with the largest budget that
-        does not exceed it (a budget below every calibrated point gets the strictest)."""
+    def threshold(self, budget: float, form: Form = "question") -> float:
+        """The calibrated threshold for an error budget and a stored text's form: the point
+        with the largest budget that does not exceed it (a budget below every calibrated point
+        gets the strictest)."""
         chosen = self.points[0]
         for point in self.points:
             if point.budget <= budget + 1e-12:
                 chosen = point
-        return chosen.threshold
+        return chosen.threshold if form == "question" else chosen.statement_threshold
+
+    def threshold_for(self, budget: float, stored: str) -> float:
+        """The threshold a turn's score must reach to be served this stored text."""
+        return self.threshold(budget, text_form(stored))
 
     @property
     def budgets(self) -> list[float]:

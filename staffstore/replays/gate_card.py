@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..gate.scoring import GateModel
-from .report import DevLedger, DevSplit, Ledgers, PairsLedger, PairsSummary, percent, rate
+from .report import (
+    DevBudget,
+    DevLedger,
+    DevSplit,
+    Ledgers,
+    PairsBudget,
+    PairsLedger,
+    PairsSummary,
+    percent,
+    rate,
+)
 
 #: The data sets of the card, in its order: (ledger file stem, half, what to call it).
 PAIR_SETS = (
@@ -51,7 +61,11 @@ METHOD = (
     "fitted by `tools/fit_gate.py` and shipped as plain arrays. The user sets an error "
     "budget (the share of turns that may be served another question's answer; "
     "`--gate-budget`, default {default}); the calibration maps each budget to the lowest "
-    "threshold that kept the calibration sets' added false hits within it."
+    "threshold that kept the calibration sets' added false hits within it, for a stored "
+    "question and a stored statement apart (a text that ends with a question mark is a "
+    "question): each calibration set's pairs of one form stay within the budget, so the set "
+    "as a whole does too, and PAWS-Wiki's adversarial statements do not set the threshold "
+    "for questions."
 )
 
 FAILURE_CLASSES = (
@@ -127,7 +141,20 @@ class Row:
     stale: bool
 
 
-def _dev_rows(dev: DevLedger, current: dict[float, float]) -> list[Row]:
+#: Each budget's calibrated thresholds: (for a stored question, for a stored statement).
+Thresholds = dict[float, tuple[float, float]]
+
+
+def _stale(entries: Sequence[DevBudget | PairsBudget], current: Thresholds) -> bool:
+    """Whether a ledger was measured at other thresholds than the shipped ones (one written
+    before the forms were calibrated apart holds no statement threshold)."""
+    return any(
+        current.get(e.budget) != (e.threshold, e.statement_threshold or e.threshold)
+        for e in entries
+    )
+
+
+def _dev_rows(dev: DevLedger, current: Thresholds) -> list[Row]:
     rows = []
     for split in ("tune", "test"):
         cells = {}
@@ -140,12 +167,11 @@ def _dev_rows(dev: DevLedger, current: dict[float, float]) -> list[Row]:
                 figures.turns,
             )
         label = "tune (fitted on)" if dev.splits[split].used_for_fitting else "TEST"
-        stale = any(current.get(e.budget) != e.threshold for e in dev.budgets)
-        rows.append(Row("workday_dev", label, "shared store", cells, stale))
+        rows.append(Row("workday_dev", label, "shared store", cells, _stale(dev.budgets, current)))
     return rows
 
 
-def _pairs_rows(ledger: PairsLedger, name: str, current: dict[float, float]) -> list[Row]:
+def _pairs_rows(ledger: PairsLedger, name: str, current: Thresholds) -> list[Row]:
     if not ledger.budgets:  # written before budgets existed: its one budget is unknown
         return [Row(name, _split(ledger), mode, {}, True) for mode in ledger.modes]
     rows = []
@@ -154,8 +180,7 @@ def _pairs_rows(ledger: PairsLedger, name: str, current: dict[float, float]) -> 
         for entry in ledger.budgets:
             s: PairsSummary = entry.modes[mode]
             cells[entry.budget] = (s.recall, s.false_hit_rate, s.false_hits, s.queries)
-        stale = any(current.get(e.budget) != e.threshold for e in ledger.budgets)
-        rows.append(Row(name, _split(ledger), mode, cells, stale))
+        rows.append(Row(name, _split(ledger), mode, cells, _stale(ledger.budgets, current)))
     return rows
 
 
@@ -203,7 +228,13 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     if ledgers.dev is None and not any(_find(ledgers, s, h) for s, h, _ in PAIR_SETS):
         return None
     calibration = sorted(params["calibration"], key=lambda point: point["budget"])
-    current = {float(p["budget"]): float(p["threshold"]) for p in calibration}
+    current: Thresholds = {
+        float(p["budget"]): (
+            float(p["threshold"]),
+            float(p.get("statement_threshold", p["threshold"])),
+        )
+        for p in calibration
+    }
     budgets = sorted(current)
     lines = [
         "## Gate card",
@@ -223,18 +254,25 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         *_trained(params.get("fitted_on", {})),
         *_fitted_with(params.get("fitted_with", {})),
         "",
-        "**Calibrated on** (budget -> threshold; each pair alone):",
+        "**Calibrated on** (budget -> threshold for a stored question and for a stored "
+        "statement; each pair alone):",
         "",
         *_trained(params.get("calibrated_on", {})),
         "",
     ]
     cal_sets = sorted({name for p in calibration for name in p.get("measured", {})})
     lines += _table(
-        ["budget", "threshold", *(f"{name}: recall / false-hit rate" for name in cal_sets)],
+        [
+            "budget",
+            "threshold: question",
+            "threshold: statement",
+            *(f"{name}: recall / false-hit rate" for name in cal_sets),
+        ],
         [
             [
                 percent(p["budget"], 1) + (" (default)" if p["budget"] == default else ""),
-                f"{p['threshold']:g}",
+                f"{current[p['budget']][0]:g}",
+                f"{current[p['budget']][1]:g}",
                 *(
                     f"{percent(m['recall'])} / {rate(m['false_hit_rate'])}"
                     if (m := p.get("measured", {}).get(name))
@@ -244,7 +282,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
             ]
             for p in calibration
         ],
-        "lr" + "r" * len(cal_sets),
+        "lrr" + "r" * len(cal_sets),
     )
     rows: list[Row] = []
     if ledgers.dev is not None:
@@ -257,14 +295,18 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         "",
         "**Results by data set and split.** Each cell: recall (correct hits / turns or pairs "
         "that should hit) / false-hit rate (false hits / all queries), at each error budget and "
-        "its threshold. workday_dev plays all its claims in one store; Quora and PAWS in a "
+        "its thresholds (t = for a stored question / for a stored statement; workday_dev's and "
+        "Quora's stored texts are questions, PAWS's statements). workday_dev plays all its "
+        "claims in one store; Quora and PAWS in a "
         "shared store (every `a` stored together) and isolated (each pair alone). The workday_dev "
         "tuning split and half of PAWS-Wiki dev were fitted on, the other half of PAWS-Wiki dev "
         "calibrated on: only the TEST rows are clean tests.",
         "",
     ]
     headers = ["data set", "split", "mode"] + [
-        f"{percent(b, 1)}{' (default)' if b == default else ''}, t={current[b]:g}" for b in budgets
+        f"{percent(b, 1)}{' (default)' if b == default else ''}, "
+        f"t={current[b][0]:g} / {current[b][1]:g}"
+        for b in budgets
     ]
     table_rows = []
     for row in rows:

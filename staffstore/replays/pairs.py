@@ -258,6 +258,7 @@ async def evaluate_budgets(
                 "mode": "isolated" if isolated else "shared",
                 "budget": budget,
                 "threshold": default_model().threshold(budget),
+                "statement_threshold": default_model().threshold(budget, "statement"),
                 "claims": claims,
                 "reasons": dict(sorted(Counter(row["reason"] for row in budget_rows).items())),
             }
@@ -318,8 +319,17 @@ async def run_pairs(
         "rows_withheld": half == "test",
         "budget": budgets[0],
         "threshold": model.threshold(budgets[0]),
+        "statement_threshold": model.threshold(budgets[0], "statement"),
         "modes": {},
-        "budgets": [{"budget": b, "threshold": model.threshold(b), "modes": {}} for b in budgets],
+        "budgets": [
+            {
+                "budget": b,
+                "threshold": model.threshold(b),
+                "statement_threshold": model.threshold(b, "statement"),
+                "modes": {},
+            }
+            for b in budgets
+        ],
     }
     modes = tuple(modes)
     for number, mode in enumerate(modes):

@@ -100,6 +100,8 @@ class PairsMode(BaseModel):
 class PairsBudget(BaseModel):
     budget: float
     threshold: float
+    # Ledgers written before questions and statements were calibrated apart lack it.
+    statement_threshold: float | None = None
     modes: dict[str, PairsSummary]
 
 
@@ -153,6 +155,7 @@ class DevSplit(BaseModel):
 class DevBudget(BaseModel):
     budget: float
     threshold: float
+    statement_threshold: float | None = None
     default: bool
     tune: DevSplit
     test: DevSplit

@@ -245,6 +245,7 @@ async def play_dev_set(
             {
                 "budget": budget,
                 "threshold": model.threshold(budget),
+                "statement_threshold": model.threshold(budget, "statement"),
                 "default": budget == DEFAULT_BUDGET,
                 **{
                     split: _split_summary(
