@@ -193,3 +193,24 @@ def test_report_puts_the_gate_card_from_the_ledgers_before_the_results(
     text = readme.read_text("utf-8")
     assert text.index(CARD_START) < text.index(START)
     assert "## Gate card" in text and expected in text
+
+
+def test_the_gate_card_marks_a_ledger_measured_at_other_thresholds_stale(
+    dev_ledger: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, ledger = dev_ledger
+    # A copy of the ledger, as if measured when statements were held to another threshold.
+    other = json.loads(json.dumps(ledger))
+    other["budgets"][0]["statement_threshold"] += 0.01
+
+    def test_row(measured: dict[str, Any]) -> str:
+        folder = tmp_path / str(measured["budgets"][0]["statement_threshold"])
+        folder.mkdir()
+        (folder / "workday_dev-ledger.json").write_text(json.dumps(measured), encoding="utf-8")
+        card = gate_card_markdown(read_ledgers(folder), default_model().params, DEFAULT_BUDGET)
+        assert card is not None
+        (row,) = [line for line in card.splitlines() if "| TEST |" in line]
+        return row
+
+    assert "stale" not in test_row(ledger)
+    assert test_row(other).startswith("| workday_dev (stale: other thresholds) | TEST")

@@ -149,7 +149,8 @@ def _stale(entries: Sequence[DevBudget | PairsBudget], current: Thresholds) -> b
     """Whether a ledger was measured at other thresholds than the shipped ones (one written
     before the forms were calibrated apart holds no statement threshold)."""
     return any(
-        current.get(e.budget) != (e.threshold, e.statement_threshold or e.threshold)
+        current.get(e.budget)
+        != (e.threshold, e.threshold if e.statement_threshold is None else e.statement_threshold)
         for e in entries
     )
 
