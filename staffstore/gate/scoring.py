@@ -161,6 +161,13 @@ class GateModel:
         """The threshold a turn's score must reach to be served this stored text."""
         return self.threshold(budget, text_form(stored))
 
+    def thresholds(self, budget: float) -> dict[str, float]:
+        """A budget's thresholds as a ledger records them."""
+        return {
+            "threshold": self.threshold(budget),
+            "statement_threshold": self.threshold(budget, "statement"),
+        }
+
     @property
     def budgets(self) -> list[float]:
         return [p.budget for p in self.points]

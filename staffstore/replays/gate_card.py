@@ -229,12 +229,9 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     if ledgers.dev is None and not any(_find(ledgers, s, h) for s, h, _ in PAIR_SETS):
         return None
     calibration = sorted(params["calibration"], key=lambda point: point["budget"])
+    # Read by the model, which knows a file calibrated before the forms were told apart.
     current: Thresholds = {
-        float(p["budget"]): (
-            float(p["threshold"]),
-            float(p.get("statement_threshold", p["threshold"])),
-        )
-        for p in calibration
+        p.budget: (p.threshold, p.statement_threshold) for p in GateModel(params).points
     }
     budgets = sorted(current)
     lines = [

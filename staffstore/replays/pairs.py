@@ -257,8 +257,7 @@ async def evaluate_budgets(
                 "file": name,
                 "mode": "isolated" if isolated else "shared",
                 "budget": budget,
-                "threshold": default_model().threshold(budget),
-                "statement_threshold": default_model().threshold(budget, "statement"),
+                **default_model().thresholds(budget),
                 "claims": claims,
                 "reasons": dict(sorted(Counter(row["reason"] for row in budget_rows).items())),
             }
@@ -318,18 +317,9 @@ async def run_pairs(
         else {"size": len(pairs), "of": in_half_count, "rule": SAMPLE_RULE},
         "rows_withheld": half == "test",
         "budget": budgets[0],
-        "threshold": model.threshold(budgets[0]),
-        "statement_threshold": model.threshold(budgets[0], "statement"),
+        **model.thresholds(budgets[0]),
         "modes": {},
-        "budgets": [
-            {
-                "budget": b,
-                "threshold": model.threshold(b),
-                "statement_threshold": model.threshold(b, "statement"),
-                "modes": {},
-            }
-            for b in budgets
-        ],
+        "budgets": [{"budget": b, **model.thresholds(b), "modes": {}} for b in budgets],
     }
     modes = tuple(modes)
     for number, mode in enumerate(modes):

@@ -244,8 +244,7 @@ async def play_dev_set(
         "budgets": [
             {
                 "budget": budget,
-                "threshold": model.threshold(budget),
-                "statement_threshold": model.threshold(budget, "statement"),
+                **model.thresholds(budget),
                 "default": budget == DEFAULT_BUDGET,
                 **{
                     split: _split_summary(
