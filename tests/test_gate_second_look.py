@@ -96,8 +96,15 @@ async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
             "Why did the build fail on Tuesday?",
             "number_or_date",
         ),
+        # "which" picks one of several things; it asks no quantity, as "what" may.
+        ("How much disk does the build cache use?", "Which disk does the build cache use?",
+         "focus"),
+        # How far something is so is not how to make it so.
+        ("How optimized is the search index?", "How can we optimize the search index?", "focus"),
+        ("Is it wrong to run migrations on a Friday?", "Is it okay to run migrations on a Friday?",
+         "polarity"),
     ],
-)
+)  # fmt: skip
 def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> None:
     assert slot in [d.slot for d in differences(asked, stored)]
 
@@ -144,8 +151,12 @@ def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> 
             "Did the resolution time for Sev-2 tickets go up after the Zendesk migration?",
         ),
         ("How do I set up a new A/B test?", "How do I set up a new test?"),
+        # A bare "what" and a bare "which" both ask for a thing; "what" may ask for a degree.
+        ("What Terraform version does the prod VPC pin?", "Which Terraform version does the prod "
+         "VPC pin?"),
+        ("How big is the orders table?", "What is the size of the orders table?"),
     ],
-)
+)  # fmt: skip
 def test_what_a_paraphrase_changes_is_no_slot(asked: str, stored: str) -> None:
     assert differences(asked, stored) == []
 
@@ -163,6 +174,8 @@ def test_what_a_paraphrase_changes_is_no_slot(asked: str, stored: str) -> None:
         ("Can you confirm that the cert expired?", "", {"yes_no"}),
         ("What caused the outage?", "", {"why"}),
         ("What DAG is responsible for loading stripe_charges?", "", {"what"}),
+        ("Which should I learn first: Go or Rust?", "", {"which"}),
+        ("quick one: how stale can finance.invoices get?", "quick one", {"degree"}),
     ],
 )  # fmt: skip
 def test_focus_reads_the_question_inside_lead_ins_and_requests(
@@ -341,6 +354,21 @@ def test_a_word_swapped_for_an_unrelated_one_is_a_substitution(asked: str, store
     found = default_model().assess(asked, stored)
     assert found.reason == "substitution"
     assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
+
+
+def test_a_word_is_swapped_only_for_one_of_its_kind() -> None:
+    model = default_model()
+    # A noun added where a verb written as a participle is dropped: no swap, left to the score.
+    added = model.assess(
+        "sorry, newbie question: where do the api keys for the billing service live?",
+        "Where are the api keys for the billing service stored?",
+    )
+    assert added.reason is None and added.probability is not None
+    # A participle for an unrelated participle is still another question.
+    swapped = model.assess(
+        "When was the orders table truncated?", "When was the orders table vacuumed?"
+    )
+    assert swapped.reason == "substitution"
 
 
 def spelled(asked: str, stored: str) -> list[str]:
