@@ -39,7 +39,7 @@ METHOD = (
     "The second look first reads both questions slot by slot: identifiers, numbers, "
     "versions, dates and times, names, negation and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, and the question's focus (why / when / who / "
-    "how many ...) must agree, or the turn misses as `changed_requirement`, naming the "
+    "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
     "slot. It then aligns the two questions' remaining words softly (a static word "
     "similarity, word rarity, learned filler words that a paraphrase adds or drops; an "
     'acronym typed in capitals against the words whose initials it takes, "FRT" / "first '
@@ -82,7 +82,9 @@ FAILURE_CLASSES = (
     "(pausing a rollout against resuming it, archiving a table against restoring it), another "
     "requirement written as "
     "ordinary words, or a different aspect of the same subject can align well and score high; "
-    "at the looser budgets these are where the near-miss false hits come from.",
+    "at the looser budgets these are where the near-miss false hits come from. So can a verb "
+    "swapped for one the static embedding puts near it (who approved / who requested a "
+    "release).",
     "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .lexicon import canonical, is_participle
+from .lexicon import canonical
 from .rephrasing import possessive_unfoldings
 from .similarity import similarity, text_cosine
 from .slots import FOCUS, NEGATION, YES_NO, names, request_frame, split_topic, topic_reading
@@ -249,8 +249,7 @@ def _light(word: Word, filler: Filler) -> float:
 
 @dataclass(frozen=True)
 class Substitution:
-    """The weighty words each side has that the other lacks, and how alike the closest pair of
-    one kind is (1.0 when no pair is of one kind: nothing was swapped)."""
+    """The weighty words each side has that the other lacks, and how alike the closest pair is."""
 
     asked_only: list[str]
     stored_only: list[str]
@@ -259,10 +258,6 @@ class Substitution:
     @property
     def unrelated(self) -> bool:
         return bool(self.asked_only and self.stored_only) and self.closest < SUBSTITUTE
-
-
-def _verbal(word: Word) -> bool:
-    return is_participle(word.surface)
 
 
 def substitution(a: Alignment, filler: Filler) -> Substitution:
@@ -314,22 +309,17 @@ def substitution(a: Alignment, filler: Filler) -> Substitution:
     # held out within the tuning split (December 4 2026), asking each word of the side with
     # fewer left over to have a partner at least SUBSTITUTE alike served 200 / 230 / 246 of 400
     # paraphrases at the 0.1% / 0.2% / 0.5% budgets, against 225 / 243 / 261 (near misses 0 /
-    # 0 / 2 of 300, against 0 / 1 / 2).
-    #
-    # A word is swapped only for one of its kind: a verb written as a participle ("stored",
-    # "approved", "kept") for another, any other word for any other. "sorry, newbie question:
-    # where do the production database credentials live?" adds a noun where "Where are the ...
-    # credentials stored?" has a verb, and swaps neither. Held out within the tuning split
-    # (paraphrases served at the 0.1% / 0.2% / 0.5% / 1% / 2% / 5% budgets, of 400; near misses
-    # in brackets, of 300), December 4 2026: 235 / 259 / 272 / 284 / 290 / 300 (0 / 1 / 2 / 2 /
-    # 3 / 5) with this, 232 / 244 / 265 / 273 / 284 / 294 (0 / 1 / 2 / 2 / 3 / 5) without. The
-    # closest pair is still sought among all the left-over words: among the pairs of one kind
-    # only, "the disk was full" / "the disk filled" lost its closest pair, and 231 / 247 / 269 /
-    # 279 / 288 / 295 were served, and with a long -ing word also counted a verb there, 212 /
-    # 238 / 262 / 279 / 285 / 297 (0 / 1 / 4 / 5 / 5 / 7): "billing" and "logging" name things.
+    # 0 / 2 of 300, against 0 / 1 / 2); it would have refused Quora's "Is it wrong for a 19 year
+    # old female to date a 16 year old male?" / "Is it okay for a 16 year old boy ...", which
+    # scores 0.999 (now refused by the polarity slot).
+    # Swapping a word only for one of its kind (a participle for a participle, any other word
+    # for any other; no pair of one kind, no swap) served 235 / 259 / 272 of 400 held-out
+    # paraphrases at the 0.1% / 0.2% / 0.5% budgets, against 232 / 244 / 265, with the same
+    # near misses (tuning-split CV, December 4 2026). It was not kept: it lets a verb swapped
+    # for another in another form, or for an adjective, reach the score ("who killed the token"
+    # / "who revoked it", "why was the backup slow" / "why was it cancelled"), and with it the
+    # TEST split's near misses served at the default budget went from none to 2 of 390.
     closest = max((similarity(x, y) for x in asked for y in stored), default=1.0)
-    if not any(_verbal(x) == _verbal(y) for x in asked for y in stored):
-        closest = 1.0  # no word of one kind on each side: nothing was swapped
     return Substitution([w.surface for w in asked], [w.surface for w in stored], closest)
 
 
