@@ -152,8 +152,8 @@ def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> 
         ),
         ("How do I set up a new A/B test?", "How do I set up a new test?"),
         # A bare "what" and a bare "which" both ask for a thing; "what" may ask for a degree.
-        ("What Terraform version does the prod VPC pin?", "Which Terraform version does the prod "
-         "VPC pin?"),
+        ("What version does the prod VPC pin?", "Which version does the prod VPC pin?"),
+        ("How exactly does the autoscaler pick a node?", "How does the autoscaler pick a node?"),
         ("How big is the orders table?", "What is the size of the orders table?"),
     ],
 )  # fmt: skip

@@ -201,10 +201,12 @@ _FOCUS_PATTERNS = [
             r"(?! (?:i|we|you|one)\b)(?! (?:that|it|this|they) done\b)"),
     # How far something is so ("how optimized is Windows 10?", "how stale can the table get?"):
     # not how to make it so ("how can you optimize Windows 10?"). Only the "how" is matched,
-    # so the subject keeps the adjective.
+    # so the subject keeps the adjective; an adverb that only stresses the question ("how
+    # exactly does X work?") is no degree.
     ("degree", r"^how(?= (?!(?:much|many|long|often|frequently|come|to|is|are|was|were|do|does"
-               r"|did|can|could|should|would|will|has|have|had)\b)[a-z]+ (?:is|are|was|were|do"
-               r"|does|did|can|could|will|would|should|has|have)\b)"),
+               r"|did|can|could|should|would|will|has|have|had|exactly|else|then|really|actually"
+               r"|precisely|specifically|now|so)\b)[a-z]+ (?:is|are|was|were|do|does|did|can"
+               r"|could|will|would|should|has|have)\b)"),
     ("experience", r"\bwhat (?:is|was|'s) it like\b|\bhow does it feel\b"),
     ("share", r"\bwhat (?:percent|percentage|share|fraction|proportion|ratio)\b|\bhow much of\b|"
               r"\bwhat % "),
