@@ -10,6 +10,7 @@
      │    ├── MissingStoreError  no database at that path, and the command would not create one
      │    └── StoreBusyError     another process holds the write lock (try again later)
      ├── NotFoundError           no such claim, receipt or session for this owner
+     ├── JobLimitError           an owner (or every owner) has as many jobs running as allowed
      └── UpstreamError           the model endpoint failed or could not be reached
           ├── MissingApiKeyError     no key configured: nothing was sent (not an attempt)
           ├── UpstreamTimeoutError   the call was sent and timed out (an attempt)

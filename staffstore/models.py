@@ -25,6 +25,31 @@ ReceiptStatus = Literal[
 ]
 
 
+#: The moments a date from a request may name, in UTC. Python's calendar ends at years 1 and
+#: 9999, so "0001-01-01T00:00:00+23:59" is a day before it begins in UTC: stored, it would make
+#: every later read of its row fail. A year's room at the top keeps arithmetic on it in range.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def in_calendar(moment: datetime) -> datetime:
+    """`moment` in UTC (naive read as UTC) when it lies from EARLIEST to LATEST, else a
+    ValueError that pydantic reports as the field's problem (a 400, never a 500)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:  # the offset carries it past year 1 or 9999
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
+        raise ValueError(f"must lie from {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d} (UTC)")
+    return utc
+
+
+#: A date a request may give: see in_calendar.
+Moment = Annotated[datetime, AfterValidator(in_calendar)]
+
+
 #: How long work tells how far it has come: called with (items done, items in all). The
 #: library calls it; only the command line draws anything (a bar on a terminal), so the layers
 #: below stay free of any UI.
@@ -68,9 +93,8 @@ class NewClaim(_Model):
     @field_validator("expires_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
+        # In the calendar, in UTC: a moment past its edges stored would break every later read.
+        return None if value is None else in_calendar(value)
 
 
 class Claim(NewClaim):

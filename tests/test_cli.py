@@ -117,6 +117,16 @@ def test_add_with_a_bad_expiry_is_one_line_error(cli: Cli) -> None:
     assert "expires_at" in line
 
 
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59-23:59"])
+def test_an_expiry_past_the_calendar_is_one_line_error_and_stores_nothing(
+    cli: Cli, moment: str
+) -> None:
+    line = one_line_error(cli(*ADD, "--expires-at", moment))
+    assert "expires_at" in line
+    # Refused before the store is opened: nothing was stored that would break a later read.
+    assert "no database at" in one_line_error(cli("claims", "list", "--owner", "acme"))
+
+
 def test_a_query_miss_shows_the_words_that_differ(cli: Cli) -> None:
     ok(cli(*ADD))
     result = ok(cli("query", "--owner", "acme", "which port does the web listen on"))

@@ -24,6 +24,7 @@ from staffstore.identity import bytes_hash
 from staffstore.jobs import (
     AttachPolicy,
     Collected,
+    JobLimits,
     JobRequest,
     LocalCommandRunner,
     Runner,
@@ -119,7 +120,6 @@ async def test_a_finished_analysis_is_reused_naming_every_matched_field(
         ({"inputs": {"paths": ["src/"]}}, "inputs"),
         ({"agent": "scout"}, "agent"),
         ({"profile": "strict"}, "profile"),
-        ({"task": "Find the slow tests in the ledger replay"}, "task"),
     ],
 )
 async def test_a_changed_identity_field_launches_and_is_named(
@@ -137,6 +137,30 @@ async def test_a_changed_identity_field_launches_and_is_named(
     assert changed.mismatched == [field]
     assert field not in changed.matched
     assert runs(counter) == 2
+
+
+@pytest.mark.parametrize(
+    "task", ["Find the slow tests in the ledger replay", "Measure the build cache hit rate"]
+)
+async def test_a_new_task_launches_as_a_first_request_naming_no_unrelated_job(
+    store: StaffStore, runner: LocalCommandRunner, counter: Path, task: str
+) -> None:
+    await ensure_dispatched(store, request(counter), runner, wait=True, policy=FAST)
+    new = await ensure_dispatched(store, request(counter, task=task), runner, wait=True,
+                                  policy=FAST)  # fmt: skip
+    assert (new.action, new.reason, new.prior_job_id) == ("launched", "first_request", None)
+    assert (new.matched, new.mismatched) == ([], [])
+
+
+async def test_a_relaunch_after_a_failure_names_the_failed_job(
+    store: StaffStore, runner: LocalCommandRunner, counter: Path
+) -> None:
+    failing = request(counter, command=job_command(counter, exit_code=3))
+    first = await ensure_dispatched(store, failing, runner, wait=True, policy=FAST)
+    again = await ensure_dispatched(store, request(counter), runner, wait=True, policy=FAST)
+    assert (again.action, again.reason, again.prior_job_id) == (
+        "launched", "prior_failed", first.job.id,
+    )  # fmt: skip
 
 
 async def test_an_implement_job_is_never_reused(
@@ -266,8 +290,12 @@ async def test_a_vanished_worker_is_lost_within_its_poll_limit(
     slow = request(tmp_path / "n", command=[sys.executable, "-c", "import time; time.sleep(30)"])
     launched = await ensure_dispatched(store, slow, runner, policy=FAST)
     assert launched.job.handle is not None
-    pid = int((Path(launched.job.handle) / "pid").read_text())
-    os.killpg(pid, signal.SIGKILL)  # the worker and its command vanish without a word
+    folder = Path(launched.job.handle)
+    while not (folder / "pgid").exists():  # written once the command has started
+        await asyncio.sleep(0.01)
+    pid, command = (int((folder / name).read_text()) for name in ("pid", "pgid"))
+    for group in (pid, command):  # the worker and its command vanish without a word
+        os.killpg(group, signal.SIGKILL)
     await _gone(pid)
     policy = AttachPolicy(deadline=30.0, poll_limit=4, interval=0.01)
     again = await ensure_dispatched(store, slow, runner, policy=policy)
@@ -497,10 +525,10 @@ async def test_the_command_never_sees_staffstores_secrets(
     store: StaffStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-v1-secret-never-in-a-job")
-    monkeypatch.setenv("SOME_SETTING", "kept")
+    monkeypatch.setenv("SOME_SETTING", "kept")  # named by the operator: passed on
     script = "import os; print(os.environ.get('OPENROUTER_API_KEY'), os.environ['SOME_SETTING'])"
     look = request(tmp_path / "n", command=[sys.executable, "-c", script])
-    runner = LocalCommandRunner(tmp_path / "jobs")
+    runner = LocalCommandRunner(tmp_path / "jobs", limits=JobLimits(env=("SOME_SETTING",)))
     done = await ensure_dispatched(store, look, runner, wait=True, policy=FAST)
     stdout = next(a for a in done.job.artifacts if a.name == "stdout")
     assert await store.get_artifact("alice", stdout.artifact_id) == b"None kept\n"

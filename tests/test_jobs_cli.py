@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,3 +124,43 @@ def test_an_unknown_kind_is_a_usage_error_and_writes_nothing(
     error = capsys.readouterr().err
     assert error.startswith("error: Invalid value for '--kind'") and len(error.splitlines()) == 1
     assert ok(cli("jobs", "list", "--owner", "acme", "--json")).stdout == "[]\n"
+
+
+def test_dispatch_wait_of_a_command_that_fails_exits_non_zero_with_its_code_and_stderr(
+    cli: Cli,
+) -> None:
+    missing = cli("jobs", "dispatch", *IDENTITY, "--wait", "--", "no-such-command-here")
+    assert missing.exit_code == 1
+    assert "(failed): first_request" in missing.stdout
+    assert "job failed with exit code 127" in missing.stderr
+    assert "cannot start 'no-such-command-here'" in missing.stderr
+    script = "import sys\nfor n in range(30): print('line', n, file=sys.stderr)\nsys.exit(3)"
+    failing = dispatch(cli, "--wait", "--json", script=script)
+    assert failing.exit_code == 1
+    assert json.loads(failing.stdout)["job"]["exit_code"] == 3
+    lines = failing.stderr.splitlines()
+    assert lines[0].endswith("job failed with exit code 3; the end of its standard error:")
+    assert lines[1:] == [f"  line {n}" for n in range(20, 30)]
+
+
+def test_a_brand_new_task_launches_as_a_first_request(cli: Cli) -> None:
+    ok(dispatch(cli, "--wait"))
+    other = [*IDENTITY[:5], "Measure the build cache hit rate", *IDENTITY[6:]]
+    new = ok(cli("jobs", "dispatch", *other, "--wait", "--", sys.executable, "-c", FINDING))
+    assert new.stdout.startswith("launched job ")
+    assert new.stdout.splitlines()[0].endswith("(succeeded): first_request")
+
+
+def test_list_and_show_read_a_job_that_ended_as_ended(cli: Cli) -> None:
+    job = json.loads(ok(dispatch(cli, "--json")).stdout)["job"]
+    ended = Path(job["handle"]) / "exit"
+    deadline = time.monotonic() + 10
+    while not ended.exists():
+        assert time.monotonic() < deadline, "the job never ended"
+        time.sleep(0.02)
+    running = ok(cli("jobs", "list", "--owner", "acme", "--status", "running", "--json"))
+    assert running.stdout == "[]\n"
+    listed = json.loads(ok(cli("jobs", "list", "--owner", "acme", "--json")).stdout)
+    assert [(item["id"], item["status"]) for item in listed] == [(job["id"], "succeeded")]
+    shown = json.loads(ok(cli("jobs", "show", job["id"], "--owner", "acme", "--json")).stdout)
+    assert (shown["status"], len(shown["claim_ids"])) == ("succeeded", 1)

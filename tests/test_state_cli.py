@@ -117,7 +117,7 @@ def test_agent_state_refusals_exit_1_saying_why(cli: Cli, tmp_path: Path) -> Non
     )
     assert "over_cap" in one_line_error(cli("agent-state", "put", '{"step": "' + "x" * 30 + '"}',
                                             *SHOP, *task))  # fmt: skip
-    assert "not JSON" in one_line_error(cli("agent-state", "put", "{nope", *SHOP, *task))
+    assert "not valid JSON" in one_line_error(cli("agent-state", "put", "{nope", *SHOP, *task))
 
 
 def test_agent_state_without_a_scope_key_is_one_line_error(

@@ -3,18 +3,20 @@
 Scope ids and subjects are hashed with the key in $STAFFSTORE_STATE_KEY before they reach the
 store; without that key these commands stop with one error line. A write that is not stored
 (a conflict, an undeclared field, a wrong type, over the cap) exits 1 and says why; with --json
-it prints the answer first. Loaded through `cli.app.EXTENSIONS`.
+it prints the answer first. A body or schema file is strict JSON (state.strict_json): NaN,
+Infinity, 1e400 or nesting past 64 levels is one error line. A schema file is read here, on the
+client's side; a server never reads one. Loaded through `cli.app.EXTENSIONS`.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..state import AgentState, AgentStateWrite, Scope
+from ..errors import InputError
+from ..state import AgentState, AgentStateWrite, Scope, strict_json
 from ..state.agent import sweep_agent_states
 from ..state.config import scope_key_from_env
 from ..state.models import SCOPE_KINDS
@@ -54,9 +56,9 @@ def _scope(kind: str | None, scope_id: str | None) -> Scope:
 def _body(text: str) -> dict[str, Any]:
     raw = typer.get_text_stream("stdin").read() if text == "-" else text
     try:
-        body: Any = json.loads(raw)
-    except json.JSONDecodeError as error:
-        fail(f"the body is not JSON ({error.msg} at column {error.colno})")
+        body: Any = strict_json.parse(raw, "the body")
+    except InputError as error:
+        fail(str(error))
     if not isinstance(body, dict):
         fail("the body must be a JSON object")
     return body

@@ -2,7 +2,10 @@
 
 Each parses, makes one library call (staffstore.jobs) and prints; `--json` prints the whole
 record. Jobs run through the embedded local-command runner, in a fresh folder per job under
---jobs-dir (default: a `jobs` folder beside the database). Loaded through `cli.app.EXTENSIONS`.
+--jobs-dir (default: a `jobs` folder beside the database). `show` and `list` read each
+unfinished job's state from its runner, so a job that ended says so without an attach; a
+`--wait` whose job did not succeed exits 1, naming its exit code and the end of its standard
+error. Loaded through `cli.app.EXTENSIONS`.
 """
 
 from __future__ import annotations
@@ -17,15 +20,20 @@ from ..config import DEFAULTS
 from ..jobs import (
     AttachPolicy,
     Dispatch,
+    JobLimits,
     JobRequest,
     LocalCommandRunner,
     attach_job,
     cancel_job,
     ensure_dispatched,
     parse_inputs,
+    refresh_job,
+    refresh_jobs,
 )
 from ..models import Job, JobKind, JobStatus
+from ..store import StaffStore
 from .app import (
+    EXIT_FAILED,
     JsonOption,
     LimitOption,
     OwnerOption,
@@ -41,6 +49,9 @@ from .app import (
 
 JOBS_DIR_ENV = "STAFFSTORE_JOBS_DIR"
 DEFAULT_POLICY = AttachPolicy()
+DEFAULT_LIMITS = JobLimits()
+#: Lines of a failed job's standard error a `--wait` prints.
+STDERR_TAIL = 10
 
 jobs_app = typer.Typer(
     help="Dispatch, attach to, show, list and cancel an owner's jobs: work paid for once.",
@@ -81,8 +92,47 @@ PollLimitOption = Annotated[
 ]
 
 
-def _runner(ctx: typer.Context, jobs_dir: Path | None) -> LocalCommandRunner:
-    return LocalCommandRunner(jobs_dir if jobs_dir is not None else db_path(ctx).parent / "jobs")
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        min=0.001,
+        metavar="SECONDS",
+        help="How long the command may run; then its process group is stopped and it fails.",
+    ),
+]
+
+
+def _runner(
+    ctx: typer.Context, jobs_dir: Path | None, limits: JobLimits = DEFAULT_LIMITS
+) -> LocalCommandRunner:
+    root = jobs_dir if jobs_dir is not None else db_path(ctx).parent / "jobs"
+    return LocalCommandRunner(root, limits=limits)
+
+
+async def _stderr_tail(store: StaffStore, job: Job) -> list[str]:
+    """The last lines of a job's standard error, as stored with it."""
+    found = next((a for a in job.artifacts if a.name == "stderr"), None)
+    if found is None:
+        return []
+    text = (await store.get_artifact(job.owner, found.artifact_id)).decode("utf-8", "replace")
+    return text.rstrip("\n").splitlines()[-STDERR_TAIL:]
+
+
+def _exit_unless_succeeded(dispatch: Dispatch, tail: list[str]) -> None:
+    """After a --wait: a job that ended other than succeeded is the command's failure too."""
+    job = dispatch.job
+    if job.active or job.status == "succeeded":
+        return
+    what = f"the job {'was ' if job.status != 'failed' else ''}{job.status}"
+    if job.exit_code is not None:
+        what += f" with exit code {job.exit_code}"
+    if job.error:
+        what += f" ({job.error})"
+    typer.echo(f"error: {what}" + ("; the end of its standard error:" if tail else ""), err=True)
+    for line in tail:
+        typer.echo(f"  {line}", err=True)
+    raise typer.Exit(EXIT_FAILED)
 
 
 def _job_json(job: Job) -> dict[str, Any]:
@@ -139,6 +189,7 @@ def jobs_dispatch(
     wait: WaitOption = False,
     deadline: DeadlineOption = DEFAULT_POLICY.deadline,
     poll_limit: PollLimitOption = DEFAULT_POLICY.poll_limit,
+    timeout: TimeoutOption = DEFAULT_LIMITS.timeout,
     jobs_dir: JobsDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -146,7 +197,8 @@ def jobs_dispatch(
 
     An analysis that matches a finished, live one of yours (agent, task, repository, profile,
     revision, inputs) is reused without running anything; a launch key whose job is still
-    running is attached to; anything else is recorded, then launched.
+    running is attached to; anything else is recorded, then launched. With --wait, a job that
+    fails exits 1, naming its exit code and the end of its standard error.
     """
     try:
         parsed = parse_inputs(inputs)
@@ -158,18 +210,21 @@ def jobs_dispatch(
         "command": command, "expires_at": expires_at,
     }  # fmt: skip
     policy = AttachPolicy(deadline=deadline, poll_limit=poll_limit)
-    runner = _runner(ctx, jobs_dir)
+    runner = _runner(ctx, jobs_dir, JobLimits(timeout=timeout))
 
-    async def work(store: Any) -> Dispatch:
-        return await ensure_dispatched(
+    async def work(store: StaffStore) -> tuple[Dispatch, list[str]]:
+        dispatch = await ensure_dispatched(
             store, JobRequest.model_validate(request), runner, policy=policy, wait=wait
         )
+        return dispatch, await _stderr_tail(store, dispatch.job) if wait else []
 
-    dispatch = with_store(ctx, work)
+    dispatch, tail = with_store(ctx, work)
     if as_json:
         print_json(_dispatch_json(dispatch))
     else:
         _print_dispatch(dispatch)
+    if wait:
+        _exit_unless_succeeded(dispatch, tail)
 
 
 @jobs_app.command("attach")
@@ -184,28 +239,38 @@ def jobs_attach(
     as_json: JsonOption = False,
 ) -> None:
     """Attach to a job: ask its runner how it is, store what it left when it has ended, and
-    mark it lost when no status comes within the deadline."""
+    mark it lost when no status comes within the deadline. With --wait, a job that did not
+    succeed exits 1, as `dispatch --wait` does."""
     policy = AttachPolicy(deadline=deadline, poll_limit=poll_limit)
     runner = _runner(ctx, jobs_dir)
 
-    dispatch = with_store(
-        ctx,
-        lambda store: attach_job(store, owner, job_id, runner, policy=policy, wait=wait),
-    )
+    async def work(store: StaffStore) -> tuple[Dispatch, list[str]]:
+        dispatch = await attach_job(store, owner, job_id, runner, policy=policy, wait=wait)
+        return dispatch, await _stderr_tail(store, dispatch.job) if wait else []
+
+    dispatch, tail = with_store(ctx, work)
     if as_json:
         print_json(_dispatch_json(dispatch))
     else:
         _print_dispatch(dispatch)
     if dispatch.action == "lost":
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
+    if wait:
+        _exit_unless_succeeded(dispatch, tail)
 
 
 @jobs_app.command("show")
 def jobs_show(
-    ctx: typer.Context, job_id: JobIdArgument, owner: OwnerOption, as_json: JsonOption = False
+    ctx: typer.Context,
+    job_id: JobIdArgument,
+    owner: OwnerOption,
+    jobs_dir: JobsDirOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Show one job in full: its identity, status, artifacts and the claims it produced."""
-    job = with_store(ctx, lambda store: store.get_job(owner, job_id))
+    """Show one job in full, as it is now: its identity, status, artifacts and the claims it
+    produced."""
+    runner = _runner(ctx, jobs_dir)
+    job = with_store(ctx, lambda store: refresh_job(store, owner, job_id, runner))
     if as_json:
         print_json(_job_json(job))
         return
@@ -234,11 +299,14 @@ def jobs_list(
     ] = None,
     kind: Annotated[JobKind | None, typer.Option("--kind", help="Only jobs of this kind.")] = None,
     limit: LimitOption = DEFAULTS.list_limit,
+    jobs_dir: JobsDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List an owner's jobs, newest first."""
+    """List an owner's jobs, newest first, each with its status as it is now."""
+    runner = _runner(ctx, jobs_dir)
     jobs = with_store(
-        ctx, lambda store: store.list_jobs(owner, status=status, kind=kind, limit=limit)
+        ctx,
+        lambda store: refresh_jobs(store, owner, runner, status=status, kind=kind, limit=limit),
     )
     if as_json:
         print_json([_job_json(job) for job in jobs])

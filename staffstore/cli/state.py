@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from ..state import StateEntry, StateWrite, WorkingState
+from ..state.checks import MAX_HISTORY
 from ..state.config import DEFAULT_AGENT
 from ..store import StaffStore
 from .app import (
@@ -138,7 +139,8 @@ def state_get(
     owner: OwnerOption,
     agent: AgentOption = DEFAULT_AGENT,
     history: Annotated[
-        int, typer.Option("--history", min=0, help="How many recent changes to show.")
+        int,
+        typer.Option("--history", min=0, max=MAX_HISTORY, help="How many recent changes to show."),
     ] = 10,
     as_json: JsonOption = False,
 ) -> None:

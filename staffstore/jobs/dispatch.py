@@ -5,6 +5,11 @@ reused without a launch; a request whose launch key names an unfinished job atta
 anything else is recorded first and then launched through a runner, so a crash between the
 two leaves a record the next call resolves. An attached job whose status cannot be had is
 watched for a bounded time and number of polls, then marked `lost`, never `succeeded`.
+
+A launch names its real cause: `first_request` when the owner never did this task,
+`prior_failed` / `prior_lost` / `prior_cancelled` when the same work ended so last time, and
+`identity_changed` (naming the fields) when the same task was done under another agent,
+repository, profile, revision or inputs. A launch past the JobCapacity raises JobLimitError.
 """
 
 from __future__ import annotations
@@ -18,28 +23,17 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InputError, StaffstoreError
-from ..models import Job, JobAction, NewClaim, NewJob
-from ..store import StaffStore
-from ..store.jobs import check_launch_key
+from ..models import Job, JobAction, NewJob
+from ..store.jobs import LaunchRefused, check_launch_key
 from .identity import IDENTITY_FIELDS, JobRequest, compare_identity, new_job
-from .runners import Collected, Runner, RunnerStatus
+from .job_store import JobStore
+from .limits import JobCapacity, JobLimitError
+from .runners import Runner, RunnerStatus
+from .status import DEFAULT_POLICY, AttachPolicy, finish, refresh_active
 
-
-@dataclass(frozen=True)
-class AttachPolicy:
-    """How long an attach watches a job (all in seconds; defaults gathered here)."""
-
-    #: An attached job whose status cannot be had for this long is lost.
-    deadline: float = 30.0
-    #: ... as it is after this many polls that got no status.
-    poll_limit: int = 60
-    #: The pause between two polls.
-    interval: float = 0.2
-    #: With wait=True, how long to wait for a running job to end before returning it running.
-    wait_timeout: float = 600.0
-
-
-DEFAULT_POLICY = AttachPolicy()
+#: Why the same work (every identity field matching) runs again after it ended so.
+_ENDED_REASONS = {"failed": "prior_failed", "lost": "prior_lost", "cancelled": "prior_cancelled"}
+NO_CAP = JobCapacity()
 
 
 class Dispatch(BaseModel):
@@ -73,7 +67,7 @@ class _Verdict:
     prior: Job | None = None
 
 
-async def _judge(store: StaffStore, new: NewJob, now: datetime | None) -> _Verdict:
+async def _judge(store: JobStore, new: NewJob, now: datetime | None) -> _Verdict:
     """Compare an analysis with the owner's prior analyses of the same task, agent or repo."""
     candidates = await store.reuse_candidates(
         new.owner, agent=new.agent, task_key=new.task_key, repository=new.repository, now=now
@@ -83,20 +77,17 @@ async def _judge(store: StaffStore, new: NewJob, now: datetime | None) -> _Verdi
     refusal: _Verdict | None = None
     for job, live_claims in candidates:  # newest first
         matched, mismatched = compare_identity(new, job)
+        if "task" in mismatched:
+            continue  # another task is other work, not this work changed: it explains nothing
         if mismatched:
-            if nearest is None or len(matched) > nearest[0]:
+            # Only work that was done explains a change; a failure is no prior to compare with.
+            if job.status not in _ENDED_REASONS and (nearest is None or len(matched) > nearest[0]):
                 nearest = (len(matched), job, matched, mismatched)
             continue
         full = tuple(matched)
         if job.active:
             return _Verdict("same_identity_unfinished", attach=job, matched=full, prior=job)
-        reason = None
-        if job.expires_at is not None and job.expires_at.timestamp() <= moment:
-            reason = "prior_expired"
-        elif job.claim_ids and live_claims == 0:
-            reason = "prior_not_live"  # its findings were superseded, retracted or expired
-        elif not job.substantive:
-            reason = "prior_not_substantive"
+        reason = _refusal(job, live_claims, moment)
         if reason is None:
             return _Verdict("same_identity", reuse=job, matched=full, prior=job)
         if refusal is None:
@@ -107,24 +98,38 @@ async def _judge(store: StaffStore, new: NewJob, now: datetime | None) -> _Verdi
         _, job, matched, mismatched = nearest
         return _Verdict("identity_changed", matched=tuple(matched), mismatched=tuple(mismatched),
                         prior=job)  # fmt: skip
-    return _Verdict("no_prior_job")
+    return _Verdict("first_request")
+
+
+def _refusal(job: Job, live_claims: int, moment: float) -> str | None:
+    """Why a finished job of the same identity is not reused, or None when it may be."""
+    if job.status in _ENDED_REASONS:
+        return _ENDED_REASONS[job.status]  # the same work failed, was lost or was cancelled
+    if job.expires_at is not None and job.expires_at.timestamp() <= moment:
+        return "prior_expired"
+    if job.claim_ids and live_claims == 0:
+        return "prior_not_live"  # its findings were superseded, retracted or expired
+    if not job.substantive:
+        return "prior_not_substantive"
+    return None
 
 
 async def ensure_dispatched(
-    store: StaffStore,
+    store: JobStore,
     request: JobRequest,
     runner: Runner,
     *,
     policy: AttachPolicy = DEFAULT_POLICY,
+    capacity: JobCapacity = NO_CAP,
     wait: bool = False,
     now: datetime | None = None,
 ) -> Dispatch:
     """Reuse, attach to or launch the job `request` asks for, and say which and why.
 
     Bad input (an unknown kind, inputs that are not JSON, a launch key that names other
-    work) raises before anything is written. With `wait`, a launched or attached job is
-    watched until it ends (or `policy.wait_timeout` passes); its findings are stored as
-    claims when it succeeds.
+    work) raises before anything is written, as does a launch past `capacity`
+    (JobLimitError). With `wait`, a launched or attached job is watched until it ends (or
+    `policy.wait_timeout` passes); its findings are stored as claims when it succeeds.
     """
     new = new_job(request, runner.name)
     under_key = await store.launch_key_job(new.owner, new.launch_key)
@@ -148,10 +153,7 @@ async def ensure_dispatched(
         return await _attach(
             store, verdict.attach, runner, policy, wait, verdict.reason, now, verdict.matched
         )
-    job, created = await store.ensure_job_launch(
-        new, reason=verdict.reason, matched=verdict.matched, mismatched=verdict.mismatched,
-        now=now,
-    )  # fmt: skip
+    job, created = await _record_launch(store, new, verdict, runner, policy, capacity, now)
     if not created:  # another caller recorded this launch key a moment ago
         return await _attach(
             store, job, runner, policy, wait, "launch_key_unfinished", now, IDENTITY_FIELDS
@@ -167,7 +169,7 @@ async def ensure_dispatched(
 
 
 async def attach_job(
-    store: StaffStore,
+    store: JobStore,
     owner: str,
     job_id: str,
     runner: Runner,
@@ -183,7 +185,7 @@ async def attach_job(
 
 
 async def cancel_job(
-    store: StaffStore, owner: str, job_id: str, runner: Runner, *, now: datetime | None = None
+    store: JobStore, owner: str, job_id: str, runner: Runner, *, now: datetime | None = None
 ) -> Job:
     """Stop the owner's unfinished job and record it cancelled; a finished job is left as is."""
     job = await store.get_job(owner, job_id)
@@ -198,6 +200,34 @@ async def cancel_job(
 # -- the parts -----------------------------------------------------------------------------------
 
 
+async def _record_launch(
+    store: JobStore,
+    new: NewJob,
+    verdict: _Verdict,
+    runner: Runner,
+    policy: AttachPolicy,
+    capacity: JobCapacity,
+    now: datetime | None,
+) -> tuple[Job, bool]:
+    """Record the launch within `capacity`; JobLimitError when it is full even after the jobs
+    that count were asked how they are (one that ended unseen no longer counts)."""
+
+    async def record() -> tuple[Job, bool] | LaunchRefused:
+        return await store.ensure_job_launch(
+            new, reason=verdict.reason, matched=verdict.matched, mismatched=verdict.mismatched,
+            per_owner=capacity.per_owner, total=capacity.total, now=now,
+        )  # fmt: skip
+
+    recorded = await record()
+    if isinstance(recorded, LaunchRefused):
+        owner = new.owner if recorded.scope == "owner" else None
+        await refresh_active(store, runner, owner, policy=policy, now=now)
+        recorded = await record()
+    if isinstance(recorded, LaunchRefused):
+        raise JobLimitError(recorded.scope, new.owner, recorded.running, recorded.limit)
+    return recorded
+
+
 def _check_runner(job: Job, runner: Runner) -> None:
     # A handle means something only to the runner that gave it.
     if job.runner != runner.name:
@@ -207,7 +237,7 @@ def _check_runner(job: Job, runner: Runner) -> None:
         )
 
 
-async def _launch(store: StaffStore, job: Job, runner: Runner, now: datetime | None) -> Job:
+async def _launch(store: JobStore, job: Job, runner: Runner, now: datetime | None) -> Job:
     """Call the runner for a recorded job and record its handle; a runner error fails the job."""
     try:
         handle = await runner.launch(job)
@@ -219,7 +249,7 @@ async def _launch(store: StaffStore, job: Job, runner: Runner, now: datetime | N
 
 
 async def _attach(
-    store: StaffStore,
+    store: JobStore,
     job: Job,
     runner: Runner,
     policy: AttachPolicy,
@@ -249,7 +279,7 @@ async def _attach(
 
 
 async def _watch(
-    store: StaffStore,
+    store: JobStore,
     job: Job,
     runner: Runner,
     policy: AttachPolicy,
@@ -267,7 +297,7 @@ async def _watch(
         status = await runner.status(job.handle)
         polls += 1
         if status is not None and status.terminal:
-            return await _finish(store, job, runner, status, now), polls, False
+            return await finish(store, job, runner, status, now), polls, False
         if status is None:
             silent_polls += 1
             silent_since = silent_since if silent_since is not None else time.monotonic()
@@ -289,49 +319,7 @@ async def _watch(
         await asyncio.sleep(policy.interval)
 
 
-async def _refresh(store: StaffStore, job: Job, status: RunnerStatus) -> Job:
+async def _refresh(store: JobStore, job: Job, status: RunnerStatus) -> Job:
     if status.state == "running" and job.status == "pending" and job.handle is not None:
         return await store.set_job_handle(job.owner, job.id, job.handle)
     return job
-
-
-async def _finish(
-    store: StaffStore, job: Job, runner: Runner, status: RunnerStatus, now: datetime | None
-) -> Job:
-    """Store what an ended job left: its outputs always, its findings as claims on success."""
-    assert job.handle is not None
-    collected: Collected = await runner.collect(job.handle)
-    outcome = status.state
-    error = status.detail
-    if outcome == "succeeded" and collected.error is not None:
-        outcome, error = "failed", collected.error  # unreadable findings are not a success
-    claim_ids: list[str] = []
-    if outcome == "succeeded" and collected.findings:
-        claims = [
-            NewClaim(
-                owner=job.owner,
-                question=finding.question,
-                answer=finding.answer,
-                agent=job.agent,
-                source="job",
-                job_id=job.id,
-                repository=job.repository,
-                profile=job.profile,
-                revision=job.revision,
-                inputs_fingerprint=job.inputs_fingerprint,
-                expires_at=finding.expires_at or job.expires_at,
-            )
-            for finding in collected.findings
-        ]
-        claim_ids = [claim.id for claim, _ in await store.ensure_claims(claims, now=now)]
-    substantive = bool(claim_ids) or any(
-        output.content.strip()
-        for output in collected.outputs
-        if output.name not in collected.incidental
-    )
-    assert outcome in ("succeeded", "failed", "cancelled")
-    return await store.finish_job(
-        job.owner, job.id, status=outcome, exit_code=status.exit_code, error=error,
-        outputs=[(o.name, o.kind, o.content) for o in collected.outputs], claim_ids=claim_ids,
-        substantive=substantive and outcome == "succeeded", now=now,
-    )  # fmt: skip

@@ -2,18 +2,24 @@
 
 Each job gets ROOT/<job id>/, made once (so a second launch of the job finds it and starts
 nothing), with an empty `work/` the command runs in. A supervisor process (supervise.py), in a
-session of its own, runs the command, captures standard output and error, and writes the exit
-status to a file, so the job's state can be read from the directory by any process: the one
-that launched it, or the next one after a crash. The command sees:
+session of its own, runs the command within the runner's JobLimits, keeps the head of its
+standard output and error, and writes how it ended to files, so the job's state can be read
+from the directory by any process: the one that launched it, or the next one after a crash.
+The command sees:
 
     STAFFSTORE_JOB_ID    the job's id
     STAFFSTORE_INPUTS    a file holding the job's inputs as JSON
     STAFFSTORE_FINDINGS  a file to append findings to, one JSON object a line:
                          {"question": ..., "answer": ...}; each becomes a claim on success
-    STAFFSTORE_OUTPUT    a folder whose files are kept as artifacts (out/<name>)
+    STAFFSTORE_OUTPUT    a folder whose regular files are kept as artifacts (out/<name>)
 
-Exit status 0 is `succeeded`, anything else `failed`. The command inherits the environment
-but for staffstore's own secrets (WITHHELD_ENV).
+and, of the dispatcher's environment, only what environment.py allows. Exit status 0 is
+`succeeded`, anything else `failed`, as is a command stopped at its run-time limit.
+
+The supervisor is started through a plain fork and exec with no descriptor of the dispatcher
+but the three standard streams, none of them a pipe: a dispatcher (a server on any event loop)
+gets its answer at once however long the command runs, and the command holds none of its
+sockets or pipes.
 """
 
 from __future__ import annotations
@@ -23,21 +29,20 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import InputError, StaffstoreError
 from ..models import Job
-from .runners import Collected, Finding, Output, RunnerStatus
+from .environment import job_environment
+from .limits import DEFAULT_LIMITS, JobLimits
+from .outputs import collect
+from .runners import Collected, RunnerStatus
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
-
-#: staffstore's own secrets (upstream.API_KEY_ENV, the metrics key, the state key), which a
-#: job's command never sees: its output is kept, and a job may run what a tenant asked for.
-#: Named here, not imported, so jobs does not depend on the layers that define them.
-WITHHELD_ENV = ("OPENROUTER_API_KEY", "STAFFSTORE_METRICS_KEY", "STAFFSTORE_STATE_KEY")
 
 
 def _read(path: Path) -> str | None:
@@ -70,7 +75,7 @@ def _alive(pid: int, job_dir: Path) -> bool:
 
 
 class LocalCommandRunner:
-    """Runs each job's command locally, in a fresh working directory under `root`."""
+    """Runs each job's command locally, within `limits`, in a fresh directory under `root`."""
 
     name = "local"
 
@@ -80,9 +85,12 @@ class LocalCommandRunner:
         *,
         python: str = sys.executable,
         env: Mapping[str, str] | None = None,
+        limits: JobLimits = DEFAULT_LIMITS,
     ) -> None:
         self.root = Path(root).expanduser().resolve()  # the command runs elsewhere
+        self.limits = limits
         self._python = python
+        # Variables every job gets as they are, over the allowed ones of the environment.
         self._env = dict(env or {})
 
     def job_dir(self, job_id: str) -> Path:
@@ -102,33 +110,40 @@ class LocalCommandRunner:
         (job_dir / "work").mkdir()
         (job_dir / "out").mkdir()
         (job_dir / "inputs.json").write_text(job.inputs, encoding="utf-8")
-        env = {
+        env = job_environment(os.environ, self.limits.env, given={
             **self._env,
             "STAFFSTORE_JOB_ID": job.id,
             "STAFFSTORE_INPUTS": str(job_dir / "inputs.json"),
             "STAFFSTORE_FINDINGS": str(job_dir / "findings.jsonl"),
             "STAFFSTORE_OUTPUT": str(job_dir / "out"),
-        }
-        spec = {"command": job.command, "env": env, "withheld": list(WITHHELD_ENV)}
+        })  # fmt: skip
+        # The limits the job runs under travel with it: whoever collects it reads them here.
+        spec = {"command": job.command, "env": env, "limits": asdict(self.limits)}
         (job_dir / "job.json").write_text(json.dumps(spec), encoding="utf-8")
-        starter = await asyncio.create_subprocess_exec(
-            self._python,
-            str(SUPERVISOR),
-            str(job_dir),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        # The starter forks the supervisor, writes its pid and exits at once.
-        _, problem = await starter.communicate()
-        if starter.returncode != 0:
-            detail = problem.decode("utf-8", "replace").strip().splitlines()
+        # A thread, not the event loop's own subprocess support: uvloop's child keeps a copy of
+        # the caller's pipe, and nothing here needs the loop to watch the starter.
+        code = await asyncio.to_thread(self._start, job_dir, env)
+        if code != 0:
+            log = (_read(job_dir / "supervisor.log") or "").splitlines()
             raise StaffstoreError(
                 f"the local runner could not start job {job.id}: "
-                f"{detail[-1] if detail else f'exit status {starter.returncode}'}"
+                f"{log[-1] if log else f'exit status {code}'}"
             )
         return str(job_dir)
+
+    def _start(self, job_dir: Path, env: dict[str, str]) -> int:
+        """Run the starter, which forks the supervisor, writes its pid and exits at once."""
+        with (job_dir / "supervisor.log").open("ab") as log:
+            starter = subprocess.Popen(
+                [self._python, "-I", str(SUPERVISOR), str(job_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=env,  # so the supervisor, whose environment the job can read, holds no secret
+                close_fds=True,
+                start_new_session=True,
+            )
+        return starter.wait()
 
     async def status(self, handle: str) -> RunnerStatus | None:
         job_dir = Path(handle)
@@ -148,6 +163,16 @@ class LocalCommandRunner:
         if code is None:
             return None
         exit_code = int(code)
+        try:
+            end = json.loads((job_dir / "end.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            end = {}  # a job launched before end.json was written
+        if isinstance(end, dict) and end.get("ended") == "timed_out":
+            detail = (
+                f"timed out after {end.get('timeout', 0):g} s (the run-time limit): "
+                "its process group was stopped"
+            )
+            return RunnerStatus("failed", exit_code=exit_code, detail=detail)
         return RunnerStatus("succeeded" if exit_code == 0 else "failed", exit_code=exit_code)
 
     async def cancel(self, handle: str) -> None:
@@ -157,56 +182,18 @@ class LocalCommandRunner:
         (job_dir / "cancelled").touch()
         pid = _read(job_dir / "pid")
         if pid is not None and _alive(int(pid), job_dir):
+            # The supervisor stops the command's group, then records the end.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(pid), signal.SIGTERM)
 
     async def collect(self, handle: str) -> Collected:
+        """What the job left, read (in a thread) within the limits it was launched under."""
         job_dir = Path(handle)
-        outputs = [
-            Output(name, (job_dir / name).read_bytes())
-            for name in ("stdout", "stderr")
-            if (job_dir / name).is_file()
-        ]
-        out = job_dir / "out"
-        if out.is_dir():
-            outputs += [
-                Output(f"out/{path.relative_to(out).as_posix()}", path.read_bytes(), "file")
-                for path in sorted(out.rglob("*"))
-                if path.is_file()
-            ]
-        findings_file = job_dir / "findings.jsonl"
-        findings: list[Finding] = []
-        error = None
-        if findings_file.is_file():
-            findings_bytes = findings_file.read_bytes()
-            outputs.append(Output("findings.jsonl", findings_bytes, "findings"))
-            try:
-                findings = read_findings(findings_bytes)
-            except ValueError as problem:
-                error = str(problem)
-        return Collected(outputs, findings, error, incidental=frozenset({"stderr"}))
+        return await asyncio.to_thread(collect, job_dir, self._limits_of(job_dir))
 
-
-def read_findings(data: bytes) -> list[Finding]:
-    """Findings from JSON lines of {"question", "answer"[, "expires_at"]}; ValueError if bad."""
-    findings = []
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
-        if not line.strip():
-            continue
+    def _limits_of(self, job_dir: Path) -> JobLimits:
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
-            raise ValueError(f"findings line {number} is not JSON") from None
-        question = item.get("question") if isinstance(item, dict) else None
-        answer = item.get("answer") if isinstance(item, dict) else None
-        if not (isinstance(question, str) and question.strip()):
-            raise ValueError(f"findings line {number} has no question")
-        if not (isinstance(answer, str) and answer.strip()):
-            raise ValueError(f"findings line {number} has no answer")
-        expires = item.get("expires_at")
-        try:
-            expires_at = datetime.fromisoformat(expires) if isinstance(expires, str) else None
-        except ValueError:
-            raise ValueError(f"findings line {number} has a bad expires_at") from None
-        findings.append(Finding(question, answer, expires_at))
-    return findings
+            given = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))["limits"]
+            return JobLimits(**{**given, "env": tuple(given.get("env", ()))})
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.limits  # a job launched before its limits were written down

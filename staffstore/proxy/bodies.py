@@ -5,9 +5,9 @@ Apart from app.py so that openapi.py can describe them without importing the app
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, ConfigDict
+
+from ..models import Moment
 
 
 class PromoteBody(BaseModel):
@@ -23,4 +23,4 @@ class PromoteBody(BaseModel):
     repository: str | None = None
     revision: str | None = None
     profile: str | None = None
-    expires_at: datetime | None = None
+    expires_at: Moment | None = None

@@ -42,6 +42,12 @@ A config file (every setting optional; flags win over it):
     dir = "jobs"                              # each job's folder; relative to this file
     deadline = 30.0                           # seconds an attached job may give no status
     poll_limit = 60                           # ... or this many polls, then it is lost
+    timeout = 600.0                           # seconds a command may run, then it is stopped
+    max_running = 4                           # unfinished jobs an owner may have (429 beyond)
+    max_running_total = 16                    # ... and all owners together
+    max_output_bytes = 4194304                # kept of stdout, stderr, each file (then cut)
+    max_job_bytes = 16777216                  # kept of all of a job's outputs together
+    env = ["CI"]                              # variables a job sees besides the allow-list
     [serve.jobs.commands]                     # what a caller may run, by name; none: off
     scan-flaky = ["/opt/tools/scan-flaky.sh", "--quick"]
 
@@ -68,6 +74,7 @@ from typing import Any, Literal, cast
 
 from ..config import default_db_path
 from ..errors import InputError
+from ..jobs.limits import DEFAULT_LIMITS
 from ..state.config import SCOPE_KEY_ENV, check_scope_key
 from ..upstream import API_KEY_ENV, DEFAULT_BASE_URL
 from ..working_set import DEFAULT_BUDGET
@@ -142,6 +149,18 @@ class ServeConfig:
     #: Seconds, and status polls, before an attached job with no status is marked lost.
     job_deadline: float = 30.0
     job_poll_limit: int = 60
+    #: Seconds a job's command may run; then its process group is stopped and the job fails.
+    job_timeout: float = DEFAULT_LIMITS.timeout
+    #: The most unfinished jobs one owner, and all owners together, may have: a dispatch past
+    #: either is refused with 429 (nothing is queued: the caller tries again later).
+    job_max_running: int = 4
+    job_max_running_total: int = 16
+    #: Bytes kept of each output of a job, and of all its outputs together (cut with a marker).
+    job_max_output_bytes: int = DEFAULT_LIMITS.max_output_bytes
+    job_max_job_bytes: int = DEFAULT_LIMITS.max_job_bytes
+    #: Environment variables a job sees besides the allow-list (jobs/environment.py); never
+    #: the variables the upstream, state or metrics key is read from.
+    job_env: tuple[str, ...] = ()
 
     def quota_of(self, owner: str) -> int | None:
         """The storage quota of `owner` in bytes, or None when it has none."""
@@ -313,6 +332,12 @@ def build_config(
             log_file = config_file.expanduser().parent / log_file
     # Naming a file asks for the log; an explicit access_log = false still turns it off.
     log_on = pick(access_log, "access_log", log_file is not None)
+    # The variables the server's own keys come from, as configured and by default: never a job's.
+    key_variables = (
+        upstream_key_env or table.get("upstream_key_env", API_KEY_ENV),
+        table.get("state_key_env", SCOPE_KEY_ENV),
+        API_KEY_ENV, SCOPE_KEY_ENV, METRICS_KEY_ENV,
+    )  # fmt: skip
     config = ServeConfig(
         db_path=db_path if db_path is not None else default_db_path(env),
         host=pick(host, "host", DEFAULTS.host),
@@ -342,7 +367,7 @@ def build_config(
         max_backlog=table.get("max_backlog", DEFAULTS.max_backlog),
         quota_bytes=table.get("quota_bytes", DEFAULTS.quota_bytes),
         quotas=_file_quotas(table.get("quotas", {}), config_file),
-        **_jobs_settings(table.get("jobs", {}), config_file),
+        **_jobs_settings(table.get("jobs", {}), config_file, secrets=key_variables),
         default_model=pick(default_model, "default_model", DEFAULTS.default_model) or None,
     )
     _check(config)
@@ -363,10 +388,24 @@ def _state_key(table: Mapping[str, Any], env: Mapping[str, str]) -> bytes | None
     return check_scope_key(given.encode("utf-8"), variable) if given else None
 
 
-def _jobs_settings(table: Mapping[str, Any], path: Path | None) -> dict[str, Any]:
-    """The [serve.jobs] table as ServeConfig fields, checked."""
+#: [serve.jobs] settings that are numbers above 0: (name in the file, ServeConfig field, type).
+_JOB_NUMBERS: tuple[tuple[str, str, type], ...] = (
+    ("deadline", "job_deadline", float), ("poll_limit", "job_poll_limit", int),
+    ("timeout", "job_timeout", float), ("max_running", "job_max_running", int),
+    ("max_running_total", "job_max_running_total", int),
+    ("max_output_bytes", "job_max_output_bytes", int),
+    ("max_job_bytes", "job_max_job_bytes", int),
+)  # fmt: skip
+
+
+def _jobs_settings(
+    table: Mapping[str, Any], path: Path | None, *, secrets: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The [serve.jobs] table as ServeConfig fields, checked. `secrets` names the variables
+    the server's keys come from: a job never sees one, even when the table names it."""
     where = f"{path}: [serve.jobs]"
-    unknown = sorted(set(table) - {"dir", "deadline", "poll_limit", "commands"})
+    known_names = {"dir", "commands", "env", *(name for name, _, _ in _JOB_NUMBERS)}
+    unknown = sorted(set(table) - known_names)
     if unknown:
         raise InputError(f"{where} has unknown setting(s) {', '.join(unknown)}")
     commands = table.get("commands", {})
@@ -383,15 +422,22 @@ def _jobs_settings(table: Mapping[str, Any], path: Path | None) -> dict[str, Any
         if not folder.is_absolute() and path is not None:
             folder = path.expanduser().parent / folder
         settings["jobs_dir"] = folder
-    for name, key, kind in (
-        ("deadline", "job_deadline", float),
-        ("poll_limit", "job_poll_limit", int),
-    ):
+    for name, key, kind in _JOB_NUMBERS:
         if name in table:
             value = table[name]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise InputError(f"{where}: {name} must be a number above 0")
+            if kind is int and not isinstance(value, int):
+                raise InputError(f"{where}: {name} must be a whole number")
             settings[key] = kind(value)
+    env = table.get("env", [])
+    if not isinstance(env, list) or not all(isinstance(name, str) and name for name in env):
+        raise InputError(f"{where}: env must be a list of variable names")
+    withheld = sorted(set(env) & set(secrets))
+    if withheld:
+        raise InputError(f"{where}: env names {', '.join(withheld)}, which holds a key of the "
+                         "server's own; a job never sees it")  # fmt: skip
+    settings["job_env"] = tuple(env)
     return settings
 
 

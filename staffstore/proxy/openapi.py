@@ -135,7 +135,8 @@ _ERRORS: dict[int, str] = {
     409: "The working state is at its cap of live keys; the body lists them.",
     412: "A compare-and-swap found another value or version; the body holds the current one.",
     413: "The request body is larger than the server accepts.",
-    429: "The owner's storage quota is used up.",
+    429: "The owner's storage quota is used up, or (a job dispatch) as many of its jobs, or of "
+    "all owners' jobs, run as the server allows.",
     500: "A fault in staffstore; the message says nothing of the request.",
     502: "The upstream model endpoint failed.",
     503: "The store is busy (locked by another process), or a needed key is not configured.",
@@ -187,7 +188,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "launched).",
         body=DispatchBody,
         reply=View(Dispatch, "staffstore.job_dispatch", add={"job": _JOB_VIEW}),
-        errors=(*_BODY, 403),
+        errors=(*_BODY, 403, 429, 503),
     ),
     Operation(
         "get", "/v1/staffstore/jobs/{job_id}", "One of the caller's jobs.",

@@ -20,6 +20,7 @@ The owner is always the caller's, from its key, admin keys included: no body or 
 another. A failed compare-and-swap is 412 (`working_state_conflict` with the current value,
 `agent_state_conflict` with the current version); a new key at the cap is 409 with the keys.
 Scopes and subjects travel in bodies, never in a URL. Every write goes through the writer.
+A schema arrives as a JSON object, never as a path: the server reads no file a caller names.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from starlette.routing import Route
 
 from ..errors import InputError, MissingScopeKeyError, StoreBusyError
 from ..state import AgentState, Scope, StateWrite, WorkingState
+from ..state.checks import MAX_HISTORY
 from ..state.config import StateConfig
 from ..store import StaffStore
 from .wire import WireError, error_body, read_json
@@ -177,8 +179,7 @@ class StateRoutes:
 
     async def get_state(self, request: Request) -> Response:
         state = self._working(request)
-        raw = request.query_params.get("history", "")
-        history = int(raw) if raw.isdigit() else None
+        history = _history(request.query_params.get("history"))
         view = await _acall(lambda: state.get(history=history))
         return JSONResponse({"object": "staffstore.working_state", **view.model_dump(mode="json")})
 
@@ -225,6 +226,9 @@ class StateRoutes:
     async def declare(self, request: Request) -> Response:
         states = self._agent_states(request)
         document = read_json(await self.host.read_body(request))
+        if not isinstance(document, dict):
+            # A string is never taken for a file path here: the CLI reads files, not the server.
+            raise WireError(400, "a schema is a JSON object (a document, not a file path)")
         agent = request.path_params["agent"]
         declared = await self._write(lambda: states.declare(agent, document))
         return JSONResponse(
@@ -292,6 +296,19 @@ class StateRoutes:
         states = self._agent_states(request)
         report = await self._write(states.sweep)
         return JSONResponse({"object": "staffstore.agent_state_sweep", **report.model_dump()})
+
+
+def _history(raw: str | None) -> int | None:
+    """`?history=`: None when absent or empty, else a plain number (the library checks its
+    range). isdigit() alone would pass "²", which int() refuses, and 5,000 digits, which
+    int() refuses past 4,300."""
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(MAX_HISTORY)):
+        raise WireError(
+            400, f"history must be a whole number from 0 to {MAX_HISTORY}", param="history"
+        )
+    return int(raw)
 
 
 def _state_write(written: StateWrite) -> Response:

@@ -18,8 +18,16 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from ..errors import MissingApiKeyError, UpstreamError, UpstreamStatusError, UpstreamTimeoutError
+from ..errors import (
+    InputError,
+    MissingApiKeyError,
+    UpstreamError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
 from ..identity import content_hash
+from ..state import strict_json
+from ..state.checks import check_agent
 from .config import WORKING_SET_MODES, WorkingSetMode
 
 #: Body fields that shape how an answer travels or is cached, not what is asked: an exact
@@ -28,11 +36,10 @@ _TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "cache", "staffstore"
 #: Requests whose answer is not free text: a claim, which is text, cannot answer them.
 _STRUCTURED_FIELDS = ("tools", "functions", "tool_choice", "response_format")
 DONE_EVENT = b"data: [DONE]\n\n"
-_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")  # as state.checks.check_agent
 _CHUNK_WORDS = re.compile(r"(?:\S+\s*){1,8}|\s+")
-#: The deepest nesting of arrays and objects a request may have. OpenAI's own bodies (tool
-#: schemas included) stay far below it; a deeper one is an attack on the parser.
-MAX_DEPTH = 64
+#: The deepest nesting of arrays and objects a request may have (see state.strict_json).
+MAX_DEPTH = strict_json.MAX_DEPTH
+_BODY = "the request body"
 #: The longest `ttl` or `s-maxage`, in seconds (100 years): beyond it a date overflows.
 MAX_SECONDS = 100 * 365 * 24 * 3600
 
@@ -157,11 +164,11 @@ def read_chat_request(
     if session is not None and (not isinstance(session, str) or not session.strip()):
         raise WireError(400, "session must be a non-empty string", param="staffstore.session")
     agent = extension.get("agent", agent_header)
-    if agent is not None and (not isinstance(agent, str) or not _AGENT.match(agent)):
-        raise WireError(
-            400, "agent must be 1-64 letters, digits, '_', '.', ':' or '-'",
-            param="staffstore.agent",
-        )  # fmt: skip
+    if agent is not None:
+        try:
+            check_agent(agent)  # the one check of an agent's name, as the state endpoints use
+        except InputError as error:
+            raise WireError(400, str(error), param="staffstore.agent") from None
     controls = read_cache_controls(body.get("cache"))
     upstream = {k: v for k, v in body.items() if k not in ("cache", "staffstore")}
     asked = {k: v for k, v in body.items() if k not in _TRANSPORT_FIELDS}
@@ -182,84 +189,24 @@ def read_chat_request(
     )
 
 
-class _NotJson(ValueError):
-    """A number JSON does not have (NaN, Infinity, or one too large for a float)."""
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotJson(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJson("a number in the request body is too large for a float")
-    return value
-
-
 def read_json(raw: bytes) -> Any:
-    """Parse a request body as strict JSON, or raise WireError (400).
+    """Parse a request body as strict JSON (see state.strict_json), or raise WireError (400).
 
     Strict: UTF-8 only, no NaN or Infinity, no number too large for a float, nesting at most
     MAX_DEPTH deep, and no lone surrogate (`"\\ud800"`) in any string, which no UTF-8 text
-    and so no database or upstream can hold.
+    and so no database or upstream can hold (that one is `invalid_text`).
     """
     try:
-        text = raw.decode("utf-8")
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except UnicodeDecodeError:
-        raise WireError(400, "the request body is not UTF-8", code="invalid_json") from None
-    except json.JSONDecodeError as error:
-        # The position only: the message must not echo the body back.
-        problem = f"{error.msg} at line {error.lineno} column {error.colno}"
-        raise WireError(
-            400, f"the request body is not valid JSON: {problem}", code="invalid_json"
-        ) from None
-    except _NotJson as error:
-        problem = f"the request body is not valid JSON: {error}"
-        raise WireError(400, problem, code="invalid_json") from None
-    except RecursionError:
-        raise WireError(400, _too_deep(), code="invalid_json") from None
-    except ValueError:  # an integer longer than Python converts (4300 digits)
-        problem = "a number in the request body has too many digits"
-        raise WireError(400, problem, code="invalid_json") from None
-    _check_tree(value)
+        value = strict_json.loads(raw, _BODY)
+    except InputError as error:
+        raise WireError(400, str(error), code="invalid_json") from None
+    # Only escapes make lone surrogates: a body without one was checked by its UTF-8 decoding.
+    if b"\\u" in raw:
+        try:
+            strict_json.check_text(value, _BODY)
+        except InputError as error:
+            raise WireError(400, str(error), code="invalid_text") from None
     return value
-
-
-def _too_deep() -> str:
-    return f"the request body is nested more than {MAX_DEPTH} levels deep"
-
-
-def _check_tree(value: Any) -> None:
-    """Walk a parsed body without recursion: its depth, and every string and key."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            _check_text(item)
-        elif isinstance(item, dict | list):
-            if depth > MAX_DEPTH:
-                raise WireError(400, _too_deep(), code="invalid_json")
-            if isinstance(item, dict):
-                for key, child in item.items():
-                    _check_text(key)
-                    stack.append((child, depth + 1))
-            else:
-                stack.extend((child, depth + 1) for child in item)
-
-
-def _check_text(text: str) -> None:
-    if text.isascii():
-        return
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise WireError(
-            400,
-            "the request body holds a lone surrogate (\\ud800-\\udfff), which is not text",
-            code="invalid_text",
-        ) from None
 
 
 def read_cache_controls(value: Any) -> CacheControls:

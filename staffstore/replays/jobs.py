@@ -243,8 +243,17 @@ class Player:
             if job.handle is None:
                 raise ReplayError(f"request {step.number} has no process to kill")
             await self._started(job.id)  # a worker that was at work, then vanished
-            pid = int((Path(job.handle) / "pid").read_text())
-            os.killpg(pid, signal.SIGKILL)
+            folder = Path(job.handle)
+            pid = int((folder / "pid").read_text())
+            # The supervisor, and the command in a process group of its own (whose id the
+            # supervisor writes just after the command starts).
+            for _ in range(1000):
+                if (folder / "pgid").exists():
+                    break
+                await asyncio.sleep(0.005)
+            for name in ("pid", "pgid"):
+                with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                    os.killpg(int((folder / name).read_text()), signal.SIGKILL)
             await _gone(pid)
         expected = EXPECTED[step.gold]
         return {

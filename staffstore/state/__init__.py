@@ -4,7 +4,8 @@ Working state (working.py) is one authoritative table of an agent's current rule
 by explicit calls with a reason, each change kept in a supersession chain, and rendered into the
 tail of every prompt (section.py). Agent state (agent.py) is the working memory an agent's code
 keeps under a declared schema (schema.py): versioned, capped, kept by retention, erased with a
-proof, and never shown to a model. May import store (its methods only, no SQL here), models,
+proof, and never shown to a model. Names pass checks.py; JSON from outside passes strict_json.py
+(the proxy's bodies and the CLI's too). May import store (its methods only, no SQL here), models,
 errors and identity; never the gate, working_set, mouth, proxy, cli or replays.
 """
 

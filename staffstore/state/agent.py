@@ -6,7 +6,9 @@ by code and never by a model: it never enters a prompt, a working set or a recei
 field replaced whole, `{"$delete": true}` removes one, the rest stay); each stored write adds
 1 to the version. Checks run in this order: the version (a mismatch is a `conflict`), the
 declared fields, the byte cap; a state over the cap is not an error, the previous one stays.
-Scope ids and subjects reach the store only as HMACs under the configured scope key.
+Scope ids and subjects reach the store only as HMACs under the configured scope key. A body is
+strict JSON (strict_json.check: no NaN, no Infinity, nesting at most 64 deep). An erasure
+leaves no copy of what it removed on disk (see store.state_tables).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..models import utcnow
 from ..store import StaffStore
 from ..store.rows import datetime_at
 from ..store.state_tables import AgentStateRow, ErasureRow
+from . import strict_json
 from .checks import check_agent, check_owner
 from .config import check_scope_key
 from .models import (
@@ -127,9 +130,10 @@ class AgentState:
 
     async def declare(self, agent: str, schema: Any, **overrides: Any) -> AgentStateSchema:
         """Declare (or replace) the schema of `agent`'s state; see schema.load_schema."""
+        check_agent(agent)
         declared = load_schema(schema, **overrides)
         await self.store.declare_agent_state_schema(
-            self.owner, check_agent(agent), declared.to_json(), self.clock().timestamp()
+            self.owner, agent, declared.to_json(), self.clock().timestamp()
         )
         return declared
 
@@ -184,6 +188,7 @@ class AgentState:
             raise InputError("if_version must not be negative")
         if not isinstance(body, Mapping) or not all(isinstance(k, str) for k in body):
             raise InputError("an agent-state body is a JSON object")
+        strict_json.check(dict(body), "an agent-state body")
         if schema is not None:
             if scope.kind != schema.scope:
                 raise InputError(f"agent {agent!r} keeps {schema.scope} states, not {scope.kind}")
@@ -374,12 +379,13 @@ class AgentState:
             proof = await self.store.erase_agent_states(
                 self.owner, subject_hash=target_hash, prove=prove
             )
+        scrubbed = await self.store.truncate_wal()
         return ErasureProof(
             target="scope" if scope is not None else "subject",
             scope_kind=scope.kind if scope is not None else None,
             target_hash=proof.target_hash, states=proof.states, fields=proof.fields,
             bytes=proof.bytes, agents=agents, digest=proof.digest,
-            erased_at=datetime_at(proof.erased_at),
+            erased_at=datetime_at(proof.erased_at), scrubbed=scrubbed,
         )  # fmt: skip
 
     async def sweep(self) -> SweepReport:
@@ -390,7 +396,8 @@ class AgentState:
 async def sweep_agent_states(
     store: StaffStore, *, owner: str | None = None, now: datetime | None = None
 ) -> SweepReport:
-    """Apply every declared schema's retention (of one owner, or of all) to what is stored."""
+    """Apply every declared schema's retention (of one owner, or of all) to what is stored;
+    what it removes leaves no copy on disk, as an erasure's does."""
     moment = (now or utcnow()).timestamp()
     schemas = await store.agent_state_schemas(owner)
     removed = trimmed = 0
@@ -399,4 +406,6 @@ async def sweep_agent_states(
         deleted, rewritten = await store.sweep_agent_states(schema_owner, agent, policy.served)
         removed += deleted
         trimmed += rewritten
+    if removed or trimmed:
+        await store.truncate_wal()
     return SweepReport(schemas=len(schemas), states_removed=removed, states_trimmed=trimmed)

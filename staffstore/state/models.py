@@ -161,6 +161,10 @@ class ErasureProof(_Model):
     #: body digest: a later audit can show these states, and no others, were removed.
     digest: str
     erased_at: datetime
+    #: No copy of the erased states is left on disk: they were zeroed where they lay and the
+    #: WAL was copied back and cut to nothing. False only when other connections kept the WAL
+    #: busy past the lock timeout; the next erasure or sweep then finishes the job.
+    scrubbed: bool = True
 
 
 class SweepReport(_Model):

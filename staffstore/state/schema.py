@@ -14,11 +14,17 @@ keep, export and erase each one. A schema comes from a pydantic model, a JSON Sc
 
 Retention is "Nd" (days) or "Nh" (hours), or a number of days: a whole state 1-180 days from
 its last write (30 by default), a field less, counted from that field's last write.
+
+A JSON Schema document is checked against its draft's metaschema (the `jsonschema` package;
+2020-12 unless `$schema` names another) before its properties are read, so `{"enum": 5}` or an
+`anyOf` of numbers is an InputError naming where, never a crash. Only a pathlib.Path is read as
+a file: a string never is, so text that reached a server cannot name a file on it.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +33,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import InputError
+from . import strict_json
+from .checks import check_field_name, shown
 from .models import SCOPE_KINDS, WRITE_MODES, ScopeKind, WriteMode
 
 FieldType = Literal[
@@ -97,15 +105,24 @@ class AgentStateSchema(BaseModel):
         return self.model_dump_json()
 
 
+def _brief(value: Any) -> str:
+    """A value as an error message may repeat it: cut at 40 characters."""
+    return shown(value) if isinstance(value, str) else shown(repr(value))[1:-1]
+
+
 def retention_days(value: Any, where: str) -> float:
     """ "7d", "12h" or a number of days, as days."""
+    number: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    match = _RETENTION.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise InputError(f"{where}: retention is 'Nd', 'Nh' or a number of days, not {value!r}")
-    number = float(match.group(1))
-    return number if match.group(2) == "d" else number / 24
+        # An integer of 400 digits is too large for a float: an InputError, not an overflow.
+        number = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str) and (match := _RETENTION.fullmatch(value)):
+        number = float(match.group(1)) / (1 if match.group(2) == "d" else 24)
+    if number is None or not math.isfinite(number):
+        raise InputError(
+            f"{where}: retention is 'Nd', 'Nh' or a number of days, not {_brief(value)}"
+        )
+    return number
 
 
 def _write_modes(value: Any) -> list[str]:
@@ -115,27 +132,53 @@ def _write_modes(value: Any) -> list[str]:
         return [value]
     if isinstance(value, list):
         return value
-    raise InputError(f"write is 'cas', 'merge_by_key', 'both' or a list of them, not {value!r}")
+    raise InputError(
+        f"write is 'cas', 'merge_by_key', 'both' or a list of them, not {_brief(value)}"
+    )
+
+
+def _check_json_schema(document: Mapping[str, Any]) -> None:
+    """Refuse a document that is not JSON Schema by its draft's metaschema, saying where."""
+    # Imported here: the CLI starts without it (some 90 ms), and only a declaration needs it.
+    from jsonschema import exceptions, validators  # type: ignore[import-untyped]
+
+    if not isinstance(document.get("$schema", ""), str):
+        raise InputError("$schema must be a string naming a JSON Schema draft")
+    validator = validators.validator_for(document, default=validators.Draft202012Validator)
+    try:
+        validator.check_schema(document)
+    except exceptions.SchemaError as error:
+        where = "/".join(str(part) for part in error.path) or "the top level"
+        problem = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        raise InputError(f"not a valid JSON Schema at {where}: {problem}") from None
 
 
 def _json_schema_field(name: str, prop: Any) -> dict[str, Any]:
     """A JSON Schema property (as pydantic writes them too) as a FieldSpec's fields."""
     if not isinstance(prop, dict):
-        raise InputError(f"property {name!r} must be an object")
-    spec: dict[str, Any] = {"pii": bool(prop.get("pii", False))}
+        raise InputError(f"property {shown(name)} must be an object")
+    pii = prop.get("pii", False)
+    if not isinstance(pii, bool):
+        raise InputError(f"property {shown(name)}: pii is true or false, not {_brief(pii)}")
+    spec: dict[str, Any] = {"pii": pii}
     if "retention" in prop:
-        spec["retention_days"] = retention_days(prop["retention"], f"property {name!r}")
+        spec["retention_days"] = retention_days(prop["retention"], f"property {shown(name)}")
     options = prop.get("anyOf") or prop.get("oneOf")
     if isinstance(options, list):
-        others = [option for option in options if option.get("type") != "null"]
+        # A boolean is a schema too (true: anything, false: nothing); only objects name types.
+        others = [
+            option
+            for option in options
+            if not (isinstance(option, dict) and option.get("type") == "null")
+        ]
         spec["nullable"] = len(others) < len(options)
-        prop = others[0] if len(others) == 1 else {}
+        prop = others[0] if len(others) == 1 and isinstance(others[0], dict) else {}
     kind = prop.get("type")
     if isinstance(kind, list):
         spec["nullable"] = "null" in kind
         kinds = [k for k in kind if k != "null"]
         kind = kinds[0] if len(kinds) == 1 else None
-    if "enum" in prop:
+    if isinstance(prop.get("enum"), list):
         spec.update(type="enum", values=list(prop["enum"]))
     elif "const" in prop:
         spec.update(type="enum", values=[prop["const"]])
@@ -158,18 +201,23 @@ def _from_document(document: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError("over_cap is always keep_previous")
     fields: dict[str, dict[str, Any]] = {}
     if "properties" in document:
+        _check_json_schema(document)
         properties = document["properties"]
         if not isinstance(properties, dict):
             raise InputError("properties must be an object")
-        fields = {name: _json_schema_field(name, prop) for name, prop in properties.items()}
+        fields = {
+            check_field_name(name): _json_schema_field(name, prop)
+            for name, prop in properties.items()
+        }
         allowed = {"properties", "agent_state", "retention"}
     else:
         given = document.get("fields")
         if not isinstance(given, dict):
             raise InputError("a schema needs fields (or JSON Schema properties)")
         for name, spec in given.items():
+            check_field_name(name)
             if not isinstance(spec, dict):
-                raise InputError(f"field {name!r} must be an object")
+                raise InputError(f"field {shown(name)} must be an object")
             fields[name] = dict(spec)
             if "retention" in spec:
                 fields[name]["retention_days"] = retention_days(
@@ -200,24 +248,35 @@ def _from_document(document: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _read_schema_file(path: Path) -> Any:
+    try:
+        data = path.expanduser().read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"no schema file at {path}") from None
+    except OSError as error:
+        raise InputError(f"cannot read schema file {path}: {error.strerror}") from None
+    return strict_json.parse(data, f"schema file {path}")
+
+
 def load_schema(source: Any, **overrides: Any) -> AgentStateSchema:
     """Read a schema from an AgentStateSchema, a pydantic model class, a JSON document (a
-    mapping, or a path to a .json file); `overrides` (scope, max_bytes, write, retention)
-    win over what the source says. InputError names what is wrong."""
+    mapping, or a pathlib.Path of a .json file; never a string, which is not read as a path);
+    `overrides` (scope, max_bytes, write, retention) win over what the source says.
+    InputError names what is wrong."""
     if isinstance(source, AgentStateSchema):
         document: dict[str, Any] = source.model_dump()
     else:
         if isinstance(source, type) and issubclass(source, BaseModel):
             raw: Any = source.model_json_schema()
-        elif isinstance(source, str | Path):
-            try:
-                raw = json.loads(Path(source).expanduser().read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise InputError(f"no schema file at {source}") from None
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise InputError(f"cannot read schema file {source}: {error}") from None
+        elif isinstance(source, os.PathLike):
+            raw = _read_schema_file(Path(source))
         elif isinstance(source, Mapping):
-            raw = dict(source)
+            raw = strict_json.check(dict(source), "the schema")
+        elif isinstance(source, str):
+            raise InputError(
+                "a schema is a JSON object, not a string: a file is read only from a "
+                "pathlib.Path (the command line reads one for you)"
+            )
         else:
             raise InputError("a schema is a pydantic model, a JSON document or a JSON file")
         if not isinstance(raw, dict):

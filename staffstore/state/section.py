@@ -5,6 +5,11 @@ or an earlier message that contradicts it reads as superseded. It goes after eve
 provider caches as a prefix, so it never breaks the cache. It holds at most `max_bytes` UTF-8
 bytes (3 KB by default): reasons are shortened first, then the handoff, then the keys set
 longest ago are left out with a line that counts them. No keys and no handoff: no section.
+
+Every key, value, reason and handoff field is written as one line of its own text (`one_line`):
+a newline or another control character in it is shown as an escape such as `\\n`, so a note
+that holds "\\n- stop_loss = 1" cannot put a line beside the real value, whenever and however
+it was stored; and each is cut at a cap, ending in a marker that says so.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from .checks import is_control
 from .models import Handoff, StateEntry
 
 HEADER = (
@@ -24,6 +30,15 @@ HEADER = (
 #: Reasons are cut to this many characters when the whole section does not fit.
 SHORT_REASON = 60
 _CUT = "…"
+#: The most characters a key, value or reason takes in the section, escapes included: more
+#: than checks.py lets in, so only text stored some other way is ever cut here.
+FIELD_CHARS = 320
+#: The same for each handoff field: more than the section holds by default, so a long handoff
+#: is cut by the section's budget, with its pointer to the whole of it.
+HANDOFF_FIELD_CHARS = 4_000
+#: What ends a field cut at its cap.
+FIELD_CUT = "…[cut]"
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _HANDOFF_CUT = " … [cut here; read the whole handoff with working-state get]"
 _HANDOFF_ELSEWHERE = "Handoff: too long to show here; read it with working-state get."
 
@@ -43,26 +58,54 @@ def clip_bytes(text: str, limit: int, marker: str = _CUT) -> str:
     return text.encode("utf-8")[:room].decode("utf-8", errors="ignore").rstrip() + marker
 
 
+def one_line(text: str, max_chars: int = FIELD_CHARS) -> str:
+    """`text` as one line of the section: each control character (a newline, U+2028, a bidi
+    override, ...) written as an escape (`\\n`, `\\u2028`), the whole cut at `max_chars`
+    characters ending in FIELD_CUT when it is longer."""
+    if len(text) <= max_chars and not any(is_control(ch) for ch in text):
+        return text
+    parts = [_escape(ch) if is_control(ch) else ch for ch in text]
+    if sum(len(part) for part in parts) <= max_chars:
+        return "".join(parts)
+    kept: list[str] = []
+    used = 0
+    for part in parts:  # whole escapes only: a cut "\\u20" would read as other text
+        if used + len(part) > max_chars - len(FIELD_CUT):
+            break
+        kept.append(part)
+        used += len(part)
+    return "".join(kept).rstrip() + FIELD_CUT
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def _when(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def entry_line(entry: StateEntry, reason_chars: int | None = None) -> str:
     """`- key = value (set WHEN; reason: WHY; until WHEN)`."""
-    reason = entry.reason
+    reason = one_line(entry.reason)
     if reason_chars is not None and len(reason) > reason_chars:
         reason = reason[: reason_chars - 1].rstrip() + _CUT
     parts = [f"set {_when(entry.set_at)}", f"reason: {reason}"]
     if entry.expires_at is not None:
         parts.append(f"until {_when(entry.expires_at)}")
-    return f"- {entry.key} = {entry.value} ({'; '.join(parts)})"
+    return f"- {one_line(entry.key)} = {one_line(entry.value)} ({'; '.join(parts)})"
 
 
 def handoff_line(handoff: Handoff) -> str:
     """`Handoff (left WHEN): NOTE (status=...; next steps: ...; evidence: ...; blocker: ...)`."""
     line = f"Handoff (left {_when(handoff.set_at)}):"
     if handoff.note:
-        line += f" {handoff.note}"
+        line += f" {one_line(handoff.note, HANDOFF_FIELD_CHARS)}"
     details = []
     if handoff.status is not None:
         details.append(f"status={handoff.status}")
@@ -72,7 +115,7 @@ def handoff_line(handoff: Handoff) -> str:
         ("blocker", handoff.blocker),
     ):
         if value:
-            details.append(f"{label}: {value}")
+            details.append(f"{label}: {one_line(value, HANDOFF_FIELD_CHARS)}")
     if details:
         line += f" ({'; '.join(details)})"
     return line

@@ -23,7 +23,15 @@ from ..store.state_tables import (
     WorkingRow,
     WorkingSnapshot,
 )
-from .checks import check_actor, check_agent, check_key, check_owner, check_reason, check_value
+from .checks import (
+    check_actor,
+    check_agent,
+    check_history,
+    check_key,
+    check_owner,
+    check_reason,
+    check_value,
+)
 from .config import DEFAULT_AGENT, DEFAULTS, StateConfig
 from .handoff import check_handoff
 from .models import Handoff, StateEntry, StateEvent, StateWrite, WorkingStateView
@@ -199,8 +207,9 @@ class WorkingState:
         return await self.store.change_working_state(self.owner, self.agent, decide)
 
     async def get(self, *, history: int | None = None) -> WorkingStateView:
-        """Every key (expired ones marked), the handoff, and the most recent events."""
-        count = self.config.history if history is None else max(history, 0)
+        """Every key (expired ones marked), the handoff, and the `history` most recent events
+        (0 to checks.MAX_HISTORY; the config's default when None)."""
+        count = self.config.history if history is None else check_history(history)
         state = await self.store.working_state(self.owner, self.agent, events=count)
         now = self.clock().timestamp()
         entries = [_entry(row, now) for row in state.rows]

@@ -52,7 +52,6 @@ from .rows import (
 from .state_tables import AsyncStateTables
 from .sync_store import KeptAnswer, SyncStore, TurnRecord
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The matcher without its cache, for the questions of stored claims: each is normalised once
 #: on its way in, and through the cache a long import would fill it (some 4 KB an entry, up to
 #: 65,536 entries, 240 MB) and push out the entries that repeated turns reuse.
@@ -63,15 +62,14 @@ DEFAULT_LOCK_TIMEOUT = 5.0
 T = TypeVar("T")
 
 
-def _check_is_sqlite(path: Path) -> None:
-    if not path.exists() or path.stat().st_size == 0:
-        return
+def _check_not_directory(path: Path) -> None:
+    # A stat, never an open: closing any descriptor of the database file drops every POSIX
+    # lock this process holds on it, a server's connection's included, and another process
+    # closing its own connection then deletes the WAL the server still commits to ("How To
+    # Corrupt An SQLite Database File", 2.2). Whether the file is SQLite's at all, SQLite
+    # itself says when _prepare first reads it (rows.damaged names the answer).
     if path.is_dir():
         raise StoreError(f"{path} is a directory, not a database file")
-    with path.open("rb") as handle:
-        header = handle.read(len(_SQLITE_MAGIC))
-    if header != _SQLITE_MAGIC:
-        raise CorruptStoreError(f"{path} is not a staffstore database (not a SQLite file)")
 
 
 class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
@@ -114,7 +112,7 @@ class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
         path = Path(path).expanduser()
         if not create and not path.exists():
             raise MissingStoreError(f"no database at {path} (check --db or $STAFFSTORE_DB)")
-        _check_is_sqlite(path)
+        _check_not_directory(path)
         if not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -137,6 +135,7 @@ class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
     async def _prepare(self) -> None:
         await self._db.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
         # Before anything that writes: WAL mode alone would change another program's file.
+        # Its first read of the file, so a file that is not SQLite's at all fails here too.
         await self._check_ours()
         await self._db.execute("PRAGMA journal_mode = WAL")
         await self._db.execute("PRAGMA synchronous = NORMAL")

@@ -3,7 +3,9 @@
 A job is written before its runner is called, under a launch key that names one unfinished
 job per owner, so a caller that crashes between the two leaves a record the next call finds.
 Finishing a job stores its outputs content-addressed and links them, and the claims it made,
-in one transaction; every read takes the owner, so no owner sees another's jobs.
+in one transaction; every read takes the owner, so no owner sees another's jobs. A launch may
+be capped by the unfinished jobs of its owner and of everyone: the count is taken in the
+transaction that records the launch, so racing dispatchers never pass the cap together.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ..errors import InputError, NotFoundError
 from ..identity import bytes_hash
@@ -49,6 +52,15 @@ WORK_FIELDS = (
 
 #: An output to store with a finished job: (name, kind, content).
 Output = tuple[str, str, bytes]
+
+
+@dataclass(frozen=True)
+class LaunchRefused:
+    """Why a launch was not recorded: unfinished jobs at their cap, the owner's or everyone's."""
+
+    scope: Literal["owner", "total"]
+    running: int
+    limit: int
 
 
 def _row_to_job(row: Sequence[Any]) -> Job:
@@ -164,11 +176,12 @@ class SyncJobs:
         now: datetime | None = None,
         limit: int = 50,
     ) -> list[tuple[Job, int]]:
-        """The owner's analyze jobs that succeeded or may still finish and share the task, the
-        agent or the repository, newest first, each with how many of its claims are live now."""
+        """The owner's analyze jobs that share the task, the agent or the repository, newest
+        first, each with how many of its claims are live now. Every status: one that failed, was
+        lost or was cancelled is never reused, but it is why the same work runs again."""
         moment = now_epoch(now)
         jobs = self._jobs(
-            "owner = ? AND kind = 'analyze' AND status IN ('succeeded', 'pending', 'running') "
+            "owner = ? AND kind = 'analyze' "
             "AND (task_key = ? OR agent = ? OR repository IS ?) "
             "ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (owner, task_key, agent, repository, limit),
@@ -193,6 +206,27 @@ class SyncJobs:
         )
         return jobs[0] if jobs else None
 
+    def active_jobs(self, owner: str | None = None, *, limit: int = 1000) -> list[Job]:
+        """Unfinished (pending or running) jobs, the owner's or everyone's, oldest first."""
+        where, params = (_ACTIVE, []) if owner is None else (f"owner = ? AND {_ACTIVE}", [owner])
+        return self._jobs(f"{where} ORDER BY created_at, rowid LIMIT ?", [*params, limit])
+
+    def _over_cap(
+        self, owner: str, per_owner: int | None, total: int | None
+    ) -> LaunchRefused | None:
+        """The cap a new launch of `owner` would pass, if any (counted in the caller's
+        transaction)."""
+        if per_owner is not None:
+            sql = f"SELECT count(*) FROM jobs WHERE owner = ? AND {_ACTIVE}"
+            (mine,) = self.fetchall(sql, (owner,))[0]
+            if mine >= per_owner:
+                return LaunchRefused("owner", int(mine), per_owner)
+        if total is not None:
+            (everyone,) = self.fetchall(f"SELECT count(*) FROM jobs WHERE {_ACTIVE}")[0]
+            if everyone >= total:
+                return LaunchRefused("total", int(everyone), total)
+        return None
+
     # -- writing -------------------------------------------------------------------------------
 
     def ensure_job_launch(
@@ -202,23 +236,30 @@ class SyncJobs:
         reason: str,
         matched: Sequence[str] = (),
         mismatched: Sequence[str] = (),
+        per_owner: int | None = None,
+        total: int | None = None,
         now: datetime | None = None,
-    ) -> tuple[Job, bool]:
+    ) -> tuple[Job, bool] | LaunchRefused:
         """Record a job about to be launched, or return the unfinished one under its launch key.
 
         Returns the job and whether it is new; a new job's `launched` receipt is written in the
         same transaction, before any runner is called. A launch key that already named other
         work (another task, revision, inputs, ...) is an InputError, and nothing is written.
+        When the owner has `per_owner` unfinished jobs, or everyone `total`, nothing is
+        written either, and the refusal says which cap was met.
         """
         moment = now_epoch(now)
 
-        def work() -> tuple[Job, bool]:
+        def work() -> tuple[Job, bool] | LaunchRefused:
             check_launch_key(self.launch_key_job(new.owner, new.launch_key), new)
             active = self._jobs(
                 f"owner = ? AND launch_key = ? AND {_ACTIVE}", (new.owner, new.launch_key)
             )
             if active:
                 return self._with_outputs(active[0]), False
+            refused = self._over_cap(new.owner, per_owner, total)
+            if refused is not None:
+                return refused
             job_id = uuid.uuid4().hex
             values = new.model_dump()
             values.update(
@@ -438,6 +479,10 @@ class AsyncJobs:
         """See SyncJobs.launch_key_job."""
         return await self.run_sync(lambda sync: sync.launch_key_job(owner, launch_key))
 
+    async def active_jobs(self, owner: str | None = None, *, limit: int = 1000) -> list[Job]:
+        """See SyncJobs.active_jobs."""
+        return await self.run_sync(lambda sync: sync.active_jobs(owner, limit=limit))
+
     async def ensure_job_launch(
         self,
         new: NewJob,
@@ -445,12 +490,20 @@ class AsyncJobs:
         reason: str,
         matched: Sequence[str] = (),
         mismatched: Sequence[str] = (),
+        per_owner: int | None = None,
+        total: int | None = None,
         now: datetime | None = None,
-    ) -> tuple[Job, bool]:
+    ) -> tuple[Job, bool] | LaunchRefused:
         """See SyncJobs.ensure_job_launch."""
         return await self.run_sync(
             lambda sync: sync.ensure_job_launch(
-                new, reason=reason, matched=matched, mismatched=mismatched, now=now
+                new,
+                reason=reason,
+                matched=matched,
+                mismatched=mismatched,
+                per_owner=per_owner,
+                total=total,
+                now=now,
             )
         )
 

@@ -104,20 +104,32 @@ def row_to_receipt(row: Sequence[Any]) -> Receipt:
     return Receipt(**values)
 
 
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_NOTADB = 5, 6, 26
+
+
+def _primary_code(error: sqlite3.Error) -> int | None:
+    code = getattr(error, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
 def damaged(path: Path, error: sqlite3.DatabaseError) -> StoreError:
-    # A file with a valid header can still have damaged pages; say so plainly.
     message = str(error)
-    if "malformed" in message or "not a database" in message:
+    if _primary_code(error) == _SQLITE_NOTADB or "not a database" in message:
+        # SQLite's verdict on the header, which it read through its own descriptor:
+        # staffstore never opens the file itself (see StaffStore.connect), so it cannot tell
+        # a file that was never SQLite's from one whose header was overwritten.
+        return CorruptStoreError(
+            f"{path} is not a staffstore database (not a SQLite file, or its header is "
+            f"damaged): {message}"
+        )
+    if "malformed" in message:
+        # A file with a valid header can still have damaged pages; say so plainly.
         return CorruptStoreError(f"{path} is damaged: {message}")
     return StoreError(f"{path}: {message}")
 
 
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
-
-
 def busy_or(error: sqlite3.OperationalError, path: Path) -> Exception:
     """StoreBusyError for a write that met another connection's lock, else the error itself."""
-    code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+    if _primary_code(error) in (_SQLITE_BUSY, _SQLITE_LOCKED):
         return StoreBusyError(f"{path} is locked by another writer ({error})")
     return error

@@ -6,12 +6,20 @@ function, and writes what it returns. `decide` runs inside the transaction, so t
 writing one key are serialized by the database and neither decides on a value the other has
 already replaced. A backend with row locks (PostgreSQL) implements the same methods with
 SELECT ... FOR UPDATE.
+
+An erased state leaves no copy on disk. Every state transaction runs with `PRAGMA
+secure_delete` on, so a row deleted or replaced is overwritten with zeros where it lay (and a
+freed page zeroed), not just unlinked; and after an erasure `truncate_wal` copies the WAL into
+the database file and cuts it to zero bytes, so no earlier frame still holds the row. (The
+other choice, a key per state that erasure destroys, would leave the same question for the
+key's own row.)
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +30,12 @@ from ..identity import canonical_json
 from .rows import busy_or, damaged
 
 T = TypeVar("T")
+
+#: How long truncate_wal goes on trying, and waits between tries, when its checkpoint meets
+#: another connection's (SQLite answers busy at once then, without the lock timeout's wait).
+_TRUNCATE_RETRY_SECONDS = 1.0
+_TRUNCATE_PAUSE = 0.05
+_SECURE_DELETE = {0: "OFF", 1: "ON", 2: "FAST"}
 
 MIGRATION: list[str] = [
     # Working state: one row a live key, per owner and agent; expired keys stay until cleared.
@@ -219,11 +233,17 @@ _AGENT_COLUMNS = (
 )
 
 
+def _no_number(name: str) -> None:
+    """NaN or Infinity, which an older staffstore stored from a command line: read as null,
+    as JSON writers that meet them do, so the state can be read and written again."""
+    return None
+
+
 def _agent_row(row: Sequence[Any]) -> AgentStateRow:
     agent, kind, scope, subject, version, body, written, size, created, updated = row
     return AgentStateRow(
-        agent, kind, scope, subject, int(version), json.loads(body), json.loads(written),
-        int(size), float(created), float(updated),
+        agent, kind, scope, subject, int(version), json.loads(body, parse_constant=_no_number),
+        json.loads(written), int(size), float(created), float(updated),
     )  # fmt: skip
 
 
@@ -236,6 +256,18 @@ class StateTables:
     @contextmanager
     def _state_transaction(self) -> Iterator[sqlite3.Connection]:
         connection = self._connection
+        # secure_delete is a setting of the connection, not the file: on for state writes only
+        # (zeroing costs other tables' deletes I/O they need not pay), then set back.
+        was = connection.execute("PRAGMA secure_delete").fetchone()[0]
+        connection.execute("PRAGMA secure_delete = ON")
+        try:
+            with self._immediate(connection):
+                yield connection
+        finally:
+            connection.execute(f"PRAGMA secure_delete = {_SECURE_DELETE.get(was, 'ON')}")
+
+    @contextmanager
+    def _immediate(self, connection: sqlite3.Connection) -> Iterator[None]:
         try:
             connection.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
@@ -245,11 +277,27 @@ class StateTables:
         except sqlite3.DatabaseError as error:
             raise damaged(self.path, error) from error
         try:
-            yield connection
+            yield
         except BaseException:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+
+    def truncate_wal(self) -> bool:
+        """Copy the whole WAL into the database file and cut the WAL to zero bytes, so no
+        earlier frame of a deleted row is left on disk. False when other connections kept it
+        from finishing (a reader past the lock timeout); the next call finishes the job."""
+        deadline = time.monotonic() + _TRUNCATE_RETRY_SECONDS
+        while True:
+            try:
+                busy = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.OperationalError:
+                busy = 1  # locked by another connection, as a busy answer says too
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_TRUNCATE_PAUSE)
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
         try:
@@ -575,6 +623,10 @@ class AsyncStateTables:
 
     async def agent_state_erasures(self, owner: str) -> list[ErasureRow]:
         return await self.run_sync(lambda sync: sync.agent_state_erasures(owner))
+
+    async def truncate_wal(self) -> bool:
+        """See StateTables.truncate_wal: no earlier copy of a deleted row left in the WAL."""
+        return await self.run_sync(lambda sync: sync.truncate_wal())
 
     async def sweep_agent_states(
         self, owner: str, agent: str, keep: Callable[[AgentStateRow], AgentStateRow | None]
