@@ -200,6 +200,13 @@ class Receipt(_Model):
     question: str | None = None
     answer: str | None = None
     error: str | None = None
+    #: On a hit: the receipt of the paid call whose answer was served (a kept answer's own
+    #: receipt, or the one its claim was promoted from); None when no paid call is known
+    #: (a job's or a person's claim).
+    served_from: str | None = None
+    #: On a hit: what that paid call cost, the estimate of the cost this hit avoided; None
+    #: when unknown, never 0.
+    avoided_cost_usd: float | None = None
 
 
 class Ledger(_Model):
@@ -222,6 +229,12 @@ class Ledger(_Model):
     unknown_usage_turns: int
     unknown_cost_turns: int
     rejected: int = 0
+    #: An estimate: the sum, over avoided calls, of what the paid call whose answer each one
+    #: served cost (Receipt.avoided_cost_usd). None when calls were avoided and none of them
+    #: has a known estimate; 0 when no call was avoided.
+    estimated_avoided_cost_usd: float | None = None
+    #: Avoided calls whose estimate is unknown, left out of estimated_avoided_cost_usd.
+    unknown_avoided_cost_calls: int = 0
 
     @property
     def avoidance(self) -> float | None:

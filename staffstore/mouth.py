@@ -42,7 +42,7 @@ from .state.config import DEFAULT_AGENT
 from .state.working import working_state_section
 from .store import StaffStore
 from .store.sync_store import KeptAnswer, TurnRecord
-from .working_set import DEFAULT_BUDGET, build_working_set
+from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, build_working_set
 
 ChatFn = Callable[[list[Message]], Awaitable[ChatReply]]
 
@@ -99,7 +99,12 @@ class CachePolicy:
 
 
 async def repeat_key(
-    store: StaffStore, turn: Turn, model: str, budget: int, working_set: WorkingSet
+    store: StaffStore,
+    turn: Turn,
+    model: str,
+    budget: int,
+    working_set: WorkingSet,
+    system: str | None = None,
 ) -> str:
     """The key under which a turn's paid answer is kept, and an exact repeat finds it.
 
@@ -110,24 +115,28 @@ async def repeat_key(
     key as the proxy puts it in a bounded request's key: the prompt carries it, so an answer
     given under other values must not serve (a changed stop-loss is a different question). The
     recalled claims' ids are in it because a claim stored, corrected or retracted since
-    changes what the model was told. The session's tail is not, as in the proxy's bounded mode:
+    changes what the model was told, and so is a system instruction given in place of the
+    default (`ask --system`). The session's tail is not, as in the proxy's bounded mode:
     it grows with every turn, so keying on it would make the repeat of a question in its own
     session never repeat; `--refresh` asks again where the conversation has moved on.
     """
     section = await working_state_section(
         store, turn.owner, turn.agent or DEFAULT_AGENT, now=turn.now
     )
+    asked: dict[str, object] = {
+        "model": model,
+        "question": turn.text,
+        "session": turn.session,
+        "agent": turn.agent or DEFAULT_AGENT,
+        "repository": turn.repository,
+        "revision": turn.revision,
+        "budget": budget,
+    }
+    if system is not None:  # only then: the answers kept before it keep their keys
+        asked["system"] = system
     return content_hash(
         {
-            "ask": {
-                "model": model,
-                "question": turn.text,
-                "session": turn.session,
-                "agent": turn.agent or DEFAULT_AGENT,
-                "repository": turn.repository,
-                "revision": turn.revision,
-                "budget": budget,
-            },
+            "ask": asked,
             "recalled_claims": working_set.recalled_claim_ids,
             "working_state": section,
         }
@@ -143,8 +152,12 @@ async def ensure_mouth(
     budget: int = DEFAULT_BUDGET,
     raise_on_error: bool = False,
     cache: CachePolicy | None = None,
+    system: str | None = None,
 ) -> TurnResult:
     """Answer one turn: from a claim when one answers it, else by one call of `chat`.
+
+    `system` replaces the working set's default system instruction on a miss (a claim's
+    answer is served as stored, whatever it asks, as the proxy serves one).
 
     With `cache` (and a `model`, which is part of what makes a repeat exact), an exact repeat
     of a paid turn is answered from its kept answer first, and a finished paid answer is kept.
@@ -186,11 +199,14 @@ async def ensure_mouth(
     # Without a model name nothing is kept or served: a repeat could not tell which model
     # answered, and another model's answer is not an exact repeat.
     keyed = cache is not None and model is not None and (cache.serve or cache.keep)
-    working_set = await build_working_set(store, turn, budget) if keyed else None
+    instruction = DEFAULT_SYSTEM if system is None else system
+    working_set = (
+        await build_working_set(store, turn, budget, system=instruction) if keyed else None
+    )
     key = None
     if keyed:
         assert model is not None and working_set is not None
-        key = await repeat_key(store, turn, model, budget, working_set)
+        key = await repeat_key(store, turn, model, budget, working_set, system)
     if cache is not None and not cache.serve:
         decision = Decision(outcome="miss", reason="no_cache")
     else:
@@ -210,7 +226,7 @@ async def ensure_mouth(
             receipt = finish(
                 outcome="hit", reason="exact_repeat", status="hit", model=None,
                 inference_avoided=True, inference_attempted=False, session_id=session_id,
-                answer=kept.answer,
+                answer=kept.answer, served_from=kept.receipt_id, avoided_cost_usd=kept.cost_usd,
             )  # fmt: skip
             await _record(store, receipt, session_id, turn, kept.answer)
             kept_from = KeptFrom(
@@ -222,16 +238,25 @@ async def ensure_mouth(
         decision = await query_first(store, turn)
     if decision.hit:
         assert decision.answer is not None
+        # The paid call the claim was promoted from prices what this hit saved (None: a
+        # job's or a person's claim, whose cost is unknown).
+        origin = (
+            await store.claim_origin(turn.owner, decision.claim_id)
+            if decision.claim_id is not None
+            else None
+        )
         receipt = finish(
             outcome="hit", reason=decision.reason, status="hit", model=None,
             inference_avoided=True, inference_attempted=False, session_id=session_id,
             claim_id=decision.claim_id, answer=decision.answer,
+            served_from=origin.receipt_id if origin else None,
+            avoided_cost_usd=origin.cost_usd if origin else None,
         )  # fmt: skip
         await _record(store, receipt, session_id, turn, decision.answer)
         return TurnResult(answer=decision.answer, decision=decision, receipt=receipt)
 
     if working_set is None:
-        working_set = await build_working_set(store, turn, budget)
+        working_set = await build_working_set(store, turn, budget, system=instruction)
     try:
         reply = await chat(list(working_set.messages))
     except UpstreamError as error:

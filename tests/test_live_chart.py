@@ -1,6 +1,6 @@
-"""`staffstore charts --db`: a live store's hit rate and avoided cost over time, for one owner,
-from the ledger's figures; the series it draws is printed with --json and checked here against
-what the receipts written imply."""
+"""`staffstore charts --db`: a live store's hit rate, cost paid and cost avoided over time, for
+one owner, from the ledger's figures; the series it draws is printed with --json and checked
+here against what the receipts written imply."""
 
 from __future__ import annotations
 
@@ -28,14 +28,15 @@ Cli = Callable[..., Result]
 START = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
-#: acme's turns: (hours after START, outcome, cost of the paid call or None when unreported).
+#: acme's turns: (hours after START, outcome, cost), the cost of a miss its paid call's and of
+#: a hit the estimate its receipt carries (the cost of the paid call it reused); None: unknown.
 ACME = [
-    (0, "hit", None), (1, "miss", 0.003), (2, "miss", None), (3, "hit", None),
-    (25, "hit", None), (26, "miss", 0.001), (27, "hit", None),
+    (0, "hit", None), (1, "miss", 0.003), (2, "miss", None), (3, "hit", 0.003),
+    (25, "hit", 0.001), (26, "miss", 0.001), (27, "hit", None),
     (50, "miss", 0.002), (51, "miss", None),
 ]  # fmt: skip
 #: bob's turns, on the same days: many hits and dear calls, which acme's chart must not count.
-BOB = [(0, "hit", None), (1, "hit", None), (2, "miss", 5.0), (26, "hit", None)]
+BOB = [(0, "hit", 5.0), (1, "hit", 5.0), (2, "miss", 5.0), (26, "hit", None)]
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +52,10 @@ def _receipt(owner: str, number: int, hours: int, outcome: str, cost: float | No
     return Receipt(
         id=f"rcpt_{owner}_{number}", owner=owner, outcome=outcome,
         reason="exact" if outcome == "hit" else "no_candidate",
-        status="hit" if outcome == "hit" else "ok", cost_usd=cost,
+        status="hit" if outcome == "hit" else "ok",
+        cost_usd=None if outcome == "hit" else cost,
+        avoided_cost_usd=cost if outcome == "hit" else None,
+        served_from=f"rcpt_{owner}_paid" if outcome == "hit" and cost is not None else None,
         inference_avoided=outcome == "hit", inference_attempted=outcome == "miss",
         latency_ms=1.0, started_at=started, finished_at=started,
     )  # fmt: skip
@@ -79,19 +83,24 @@ def cli() -> Cli:
 
 def expected_series(turns: list[tuple[int, str, float | None]]) -> list[dict[str, Any]]:
     """The series the receipts imply, worked out here from the turns alone."""
-    priced = [cost for _, outcome, cost in turns if outcome == "miss" and cost is not None]
-    per_call = sum(priced) / len(priced)
-    days: dict[str, list[str]] = defaultdict(list)
-    for hours, outcome, _ in turns:
-        days[(START + timedelta(hours=hours)).strftime("%Y-%m-%d")].append(outcome)
-    series, cumulative = [], 0.0
-    for day, outcomes in sorted(days.items()):
-        hits = outcomes.count("hit")
-        cumulative += hits * per_call
+    days: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
+    for hours, outcome, cost in turns:
+        days[(START + timedelta(hours=hours)).strftime("%Y-%m-%d")].append((outcome, cost))
+    series, paid_sum, avoided_sum = [], 0.0, 0.0
+    for day, found in sorted(days.items()):
+        hits = [cost for outcome, cost in found if outcome == "hit"]
+        paid = sum(cost or 0.0 for outcome, cost in found if outcome == "miss")
+        known = [cost for cost in hits if cost is not None]
+        paid_sum += paid
+        avoided_sum += sum(known)
         series.append({
-            "period": day, "turns": len(outcomes), "hits": hits, "avoided_calls": hits,
-            "hit_rate": hits / len(outcomes), "avoided_usd": round(hits * per_call, 9),
-            "cumulative_avoided_usd": round(cumulative, 9),
+            "period": day, "turns": len(found), "hits": len(hits), "avoided_calls": len(hits),
+            "hit_rate": len(hits) / len(found), "paid_usd": round(paid, 9),
+            # A day whose hits all have no estimate avoided an unknown cost, never $0.
+            "avoided_usd": round(sum(known), 9) if known or not hits else None,
+            "unknown_avoided_calls": len(hits) - len(known),
+            "cumulative_paid_usd": round(paid_sum, 9),
+            "cumulative_avoided_usd": round(avoided_sum, 9),
         })  # fmt: skip
     return series
 
@@ -103,9 +112,11 @@ def test_the_live_chart_is_a_png_and_its_series_is_what_the_receipts_imply(
     result = ok(cli("charts", "--db", str(db), "--owner", "acme", "--out", str(out), "--json"))
     shown = json.loads(result.stdout)
     assert shown["series"] == expected_series(ACME)
-    # Three paid calls reported a cost (0.003, 0.001, 0.002): an avoided call is priced at 0.002.
-    assert (shown["priced_calls"], shown["cost_per_call_usd"]) == (3, 0.002)
-    assert shown["series"][-1]["cumulative_avoided_usd"] == 4 * 0.002
+    # Two hits carry an estimate (0.003, 0.001); two have none and are counted apart.
+    assert (shown["paid_usd"], shown["avoided_usd"], shown["unknown_avoided_calls"]) == (
+        0.006, 0.004, 2,
+    )  # fmt: skip
+    assert shown["series"][-1]["cumulative_avoided_usd"] == 0.004
     assert shown["chart"] == str(out)
     assert out.read_bytes().startswith(PNG_SIGNATURE) and out.stat().st_size > 10_000
 
@@ -115,7 +126,8 @@ def test_owner_b_receipts_are_never_counted_in_owner_a_chart(cli: Cli, db: Path)
     bob = json.loads(ok(cli("charts", "--db", str(db), "--owner", "bob", "--json")).stdout)
     assert sum(point["turns"] for point in acme["series"]) == len(ACME)
     assert sum(point["turns"] for point in bob["series"]) == len(BOB)
-    assert bob["cost_per_call_usd"] == 5.0 and acme["cost_per_call_usd"] == 0.002
+    assert (bob["paid_usd"], bob["avoided_usd"]) == (5.0, 10.0)
+    assert (acme["paid_usd"], acme["avoided_usd"]) == (0.006, 0.004)
     # The default file is the owner's own, beside (never over) the replay charts.
     assert Path("charts/live-acme.png").is_file() and Path("charts/live-bob.png").is_file()
 
@@ -129,8 +141,9 @@ def test_since_until_and_by_hour_narrow_the_series(cli: Cli, db: Path) -> None:
         "2026-03-03T09:00Z", "2026-03-03T10:00Z", "2026-03-03T11:00Z",
     ]  # fmt: skip
     assert [point["hit_rate"] for point in shown["series"]] == [1.0, 0.0, 1.0]
-    # The one priced call of that day (0.001) prices its two avoided calls.
-    assert shown["series"][-1]["cumulative_avoided_usd"] == 0.002
+    # Of that day's two hits, one reused a paid call of 0.001; the other's cost is unknown.
+    assert shown["series"][-1]["cumulative_avoided_usd"] == 0.001
+    assert shown["unknown_avoided_calls"] == 1
 
 
 def test_an_owner_without_receipts_is_a_one_line_error(cli: Cli, db: Path) -> None:
@@ -161,11 +174,12 @@ def _series(by: Period, count: int) -> LiveSeries:
     form = "%Y-%m-%d" if by == "day" else "%Y-%m-%dT%H:00Z"
     points = [
         LivePoint(period=(START + step * i).strftime(form), turns=4, hits=i % 5,
-                  avoided_calls=i % 5, hit_rate=(i % 5) / 4,
-                  avoided_usd=0.001 * (i % 5), cumulative_avoided_usd=0.001 * i)
+                  avoided_calls=i % 5, hit_rate=(i % 5) / 4, paid_usd=0.001,
+                  avoided_usd=0.001 * (i % 5), unknown_avoided_calls=0,
+                  cumulative_paid_usd=0.001 * (i + 1), cumulative_avoided_usd=0.001 * i)
         for i in range(count)
     ]  # fmt: skip
-    return LiveSeries(owner="acme", by=by, points=points, priced_calls=9, cost_per_call_usd=0.001)
+    return LiveSeries(owner="acme", by=by, points=points)
 
 
 @pytest.mark.parametrize(("by", "count"), [("day", 90), ("hour", 72), ("day", 1)])

@@ -1,8 +1,10 @@
-"""The `receipts` and `ledger` commands: what each turn did and cost, listed, filtered,
-exported, and totalled over everything or period by period.
+"""The `receipts` and `ledger` commands: what each turn did and cost, listed, shown one by
+one, filtered, exported, pruned, and totalled over everything or period by period.
 
-Loaded through `cli.app.EXTENSIONS`. `receipts` lists; `receipts export` writes every matching
-receipt as CSV or JSON Lines, for a spreadsheet or a notebook.
+Loaded through `cli.app.EXTENSIONS`. `receipts` lists; `receipts show` prints one receipt;
+`receipts export` writes every matching receipt as CSV or JSON Lines, for a spreadsheet or a
+notebook; `receipts prune` deletes an owner's old receipts. Every cost is printed by
+`money.usd`, with the digits a fraction of a cent needs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import typer
 
 from ..config import DEFAULTS
 from ..models import JobLedger, Ledger, Outcome, Receipt
+from ..money import usd
 from ..store import StaffStore
 from ..store.receipt_queries import Period, ReceiptFilter
 from ..store.rows import RECEIPT_COLUMNS
@@ -23,6 +26,7 @@ from .app import (
     AnyOwnerOption,
     JsonOption,
     LimitOption,
+    OwnerOption,
     clip,
     known,
     print_json,
@@ -31,26 +35,22 @@ from .app import (
     when,
     with_store,
 )
+from .reasons import receipt_reason
+from .times import SinceOption, UntilOption, when_option
 
-SinceOption = Annotated[
-    datetime | None,
-    typer.Option("--since", help="Only receipts started at or after this time (ISO 8601; UTC)."),
-]
-UntilOption = Annotated[
-    datetime | None,
-    typer.Option("--until", help="Only receipts started before this time (ISO 8601; UTC)."),
-]
 SessionFilterOption = Annotated[
     str | None, typer.Option("--session", callback=utf8, help="Only this session's receipts.")
 ]
 OutcomeOption = Annotated[Outcome | None, typer.Option("--outcome", help="Only hits or misses.")]
 ReasonOption = Annotated[
     str | None,
-    typer.Option("--reason", callback=utf8, help="Only this reason (exact, no_candidate, ...)."),
+    typer.Option(
+        "--reason", callback=receipt_reason, help="Only this reason (exact, no_candidate, ...)."
+    ),
 ]
 
 receipts_app = typer.Typer(
-    help="Show, filter and export receipts: what each turn did and cost.",
+    help="Show, filter, export and prune receipts: what each turn did and cost.",
     invoke_without_command=True,
     rich_markup_mode="markdown",
 )
@@ -108,7 +108,7 @@ def receipts(
             [
                 r.id, when(r.started_at), clip(r.owner, 16), r.outcome, r.reason, r.status,
                 clip(r.model, 24), _tokens(r),
-                "-" if r.cost_usd is None else f"{r.cost_usd:.6f}",
+                usd(r.cost_usd, unknown="-"),
                 f"{r.latency_ms:.0f}", clip(r.question, 40),
             ]
             for r in found
@@ -155,8 +155,84 @@ def receipts_export(
     typer.echo(f"exported {count} receipts", err=True)
 
 
+@receipts_app.command("show")
+def receipts_show(
+    ctx: typer.Context,
+    receipt_id: Annotated[str, typer.Argument(metavar="ID", callback=utf8, help="The receipt.")],
+    owner: OwnerOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one of the owner's receipts in full: what the turn did, what it cost, and for a
+    hit the paid receipt whose answer it served and the estimated cost it avoided."""
+    receipt = with_store(ctx, lambda store: store.get_receipt(owner, receipt_id), create=False)
+    if as_json:
+        print_json(receipt.model_dump(mode="json"))
+        return
+    lines = [
+        ("id", receipt.id),
+        ("owner", receipt.owner),
+        ("started", f"{when(receipt.started_at)} UTC"),
+        ("outcome", f"{receipt.outcome} ({receipt.reason})"),
+        ("status", receipt.status),
+        ("model", known(receipt.model)),
+        ("tokens", _tokens(receipt)),
+        ("cost", usd(receipt.cost_usd)),
+    ]
+    if receipt.inference_avoided:
+        source = (
+            f"what receipt {receipt.served_from} paid"
+            if receipt.served_from is not None
+            else "no paid call on record"
+        )
+        lines.append(("cost avoided", f"{usd(receipt.avoided_cost_usd)} (estimate: {source})"))
+    lines += [
+        (label, value)
+        for label, value in (
+            ("claim", receipt.claim_id), ("session", receipt.session_id),
+            ("question", receipt.question), ("answer", receipt.answer), ("error", receipt.error),
+        )
+        if value is not None
+    ]  # fmt: skip
+    lines.append(("latency", f"{receipt.latency_ms:.1f} ms"))
+    width = max(len(label) for label, _ in lines)
+    for label, value in lines:
+        typer.echo(f"{label.ljust(width)}  {value}")
+
+
+@receipts_app.command("prune")
+def receipts_prune(
+    ctx: typer.Context,
+    owner: OwnerOption,
+    before: Annotated[
+        datetime,
+        when_option(
+            "--before",
+            "Delete the owner's receipts started before this time; required, so that prune "
+            "never deletes everything by default",
+        ),
+    ],
+    as_json: JsonOption = False,
+) -> None:
+    """Delete the owner's receipts started before WHEN, and print how many went.
+
+    Only this owner's receipts are touched. The ledger then counts the receipts that remain;
+    the hits already recorded keep their estimates of the cost avoided, and kept answers and
+    claims keep what their paid calls cost.
+    """
+    deleted = with_store(ctx, lambda store: store.prune_receipts(owner, before), create=False)
+    if as_json:
+        print_json({"owner": owner, "before": before.isoformat(), "deleted": deleted})
+        return
+    typer.echo(f"deleted {deleted} receipts of {owner} started before {when(before)} UTC")
+
+
 def _ledger_json(ledger: Ledger) -> dict[str, Any]:
     return {**ledger.model_dump(mode="json"), "avoidance": ledger.avoidance}
+
+
+def _avoided(ledger: Ledger) -> str:
+    """The estimated cost avoided, for a table cell: unknown when no avoided call has one."""
+    return usd(ledger.estimated_avoided_cost_usd, unknown="-")
 
 
 def _print_periods(periods: list[tuple[str, Ledger]], period: Period) -> None:
@@ -165,13 +241,14 @@ def _print_periods(periods: list[tuple[str, Ledger]], period: Period) -> None:
         return
     print_table(
         [period.upper(), "TURNS", "HITS", "AVOIDANCE", "CALLS", "FAILED", "REJECTED",
-         "COST (USD)", "UNKNOWN COST"],
+         "COST PAID", "UNKNOWN COST", "COST AVOIDED (EST.)", "UNKNOWN AVOIDED"],
         [
             [
                 name, str(t.turns), str(t.hits),
                 "-" if t.avoidance is None else f"{t.avoidance:.1%}",
                 str(t.attempted_calls), str(t.failed_calls), str(t.rejected),
-                f"{t.cost_usd:.6f}", str(t.unknown_cost_turns),
+                usd(t.cost_usd), str(t.unknown_cost_turns), _avoided(t),
+                str(t.unknown_avoided_cost_calls),
             ]
             for name, t in periods
         ],
@@ -183,13 +260,22 @@ def ledger(
     owner: AnyOwnerOption = None,
     by: Annotated[
         Period | None,
-        typer.Option("--by", help="One line a UTC day or hour: hit rate and cost over time."),
+        typer.Option(
+            "--by", help="One line a UTC day or hour: hit rate, cost paid and avoided over time."
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show totals over receipts: turns, hits, calls avoided and made, tokens and cost, and
-    jobs launched, reused (a job avoided), attached and lost. With --by, turn totals period by
-    period instead."""
+    """Show totals over receipts: turns, hits, calls avoided and made, tokens, cost paid and
+    cost avoided, and jobs launched, reused (a job avoided), attached and lost. With --by, turn
+    totals period by period instead.
+
+    The cost avoided is an estimate: each hit is priced at what the paid call whose answer it
+    served cost (a kept answer's own call, or the call a claim was promoted from). A hit with
+    no such call on record (a job's or a person's claim) is counted as unknown, never as $0.
+    The ledger counts the receipts that remain: `receipts prune` takes the deleted ones out of
+    it, and leaves every other receipt's figures, estimates included, as they were.
+    """
     if by is not None:
         periods = with_store(ctx, lambda store: store.ledger_by(by, owner), create=False)
         if as_json:
@@ -216,9 +302,19 @@ def ledger(
         ("rejected", str(totals.rejected), "bad requests refused before the gate; not turns"),
         ("prompt tokens", str(totals.prompt_tokens), ""),
         ("completion tokens", str(totals.completion_tokens), ""),
-        ("cost (USD)", f"{totals.cost_usd:.6f}", ""),
+        ("cost paid", usd(totals.cost_usd), "reported by providers for attempted calls"),
         ("unknown usage", str(totals.unknown_usage_turns), "attempted calls without token counts"),
         ("unknown cost", str(totals.unknown_cost_turns), "attempted calls without a cost"),
+        (
+            "cost avoided (est.)",
+            usd(totals.estimated_avoided_cost_usd),
+            "an estimate: each hit at what the paid call it reused cost",
+        ),
+        (
+            "unknown avoided",
+            str(totals.unknown_avoided_cost_calls),
+            "avoided calls with no paid call on record (a job's or a person's claim)",
+        ),
         ("jobs dispatched", str(jobs.dispatches), ""),
         ("jobs launched", str(jobs.launched), ""),
         ("jobs reused", str(jobs.reused), f"{jobs.jobs_avoided} jobs avoided"),
@@ -232,6 +328,6 @@ def ledger(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `receipts` (with `receipts export`) and `ledger` to the command line."""
+    """Add `receipts` (with `show`, `export` and `prune`) and `ledger` to the command line."""
     app.add_typer(receipts_app, name="receipts")
     app.command("ledger")(ledger)

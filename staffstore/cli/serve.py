@@ -1,11 +1,14 @@
 """The `serve` command: the OpenAI-compatible caching proxy.
 
 Loaded through `cli.app.EXTENSIONS`. `serve` merges its flags over a TOML config file over the
-defaults (see proxy/config.py).
+defaults (see proxy/config.py). The address is tried before the server starts, so a port in
+use is one `error:` line and exit 1, not uvicorn's log of a failed startup.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
 import tomllib
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +19,8 @@ from ..proxy.config import ServeConfig, build_config
 from ..proxy.run import run_server
 from ..settings import config_path
 from ..upstream import API_KEY_ENV, shown_url
-from .app import db_path, settings_of, user_errors
+from .app import db_path, fail, http_url, settings_of, user_errors
+from .app import gate_budget as calibrated_budget
 
 
 def serve(
@@ -29,8 +33,9 @@ def serve(
     upstream: Annotated[
         str | None,
         typer.Option(
-            help="Upstream base URL (default: settings, else OpenRouter's). Key: the variable "
-            "upstream_key_env names, else OPENROUTER_API_KEY."
+            callback=http_url,
+            help="Upstream base URL, http:// or https:// (default: settings, else OpenRouter's). "
+            "Key: the variable upstream_key_env names, else OPENROUTER_API_KEY.",
         ),
     ] = None,
     owner_key: Annotated[
@@ -61,8 +66,11 @@ def serve(
     gate_budget: Annotated[
         float | None,
         typer.Option(
+            callback=calibrated_budget,
+            metavar="BUDGET",
             help="The gate's error budget: the share of turns that may be served another "
-            "question's answer (0.001 by default; see the README's gate card)."
+            "question's answer; one of the calibrated budgets (0.001 by default; see the "
+            "README's gate card).",
         ),
     ] = None,
     max_body_bytes: Annotated[
@@ -131,9 +139,36 @@ def serve(
             access_log_file=access_log_file,
             metrics_key=metrics_key,
             default_model=default_model or (shared.model if "model" in given else None),
+            kept_retention_days=shared.kept_retention_days,
         )
+        problem = _cannot_listen(settings.host, settings.port)
+        if problem is not None:
+            fail(problem)
         _banner(settings)
         run_server(settings)
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port, or None when it can.
+
+    The socket is bound as uvicorn binds its own (SO_REUSEADDR, IPv6 for an address with a
+    colon) and closed at once; another process could still take the port in between.
+    """
+    if port == 0:  # the system picks a free port
+        return None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return (
+                    f"port {port} on {host} is in use (another server?): give --port, "
+                    "or port in the config file's [serve] table"
+                )
+            return f"cannot listen on {host}:{port}: {error.strerror or error}"
+    return None
 
 
 def _has_serve_table(path: Path) -> bool:

@@ -33,7 +33,7 @@ import asyncio
 import hmac
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
@@ -67,7 +67,8 @@ from ..state.working import working_state_section
 from ..store import StaffStore
 from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
 from ..store.promote import promote_receipt
-from ..store.sync_store import KeptAnswer, SyncStore, TurnRecord
+from ..store.retention import retention_cutoff
+from ..store.sync_store import KeptAnswer, PaidOrigin, SyncStore, TurnRecord
 from ..upstream import OpenRouter, shown_url, url_password
 from ..working_set import DEFAULT_SYSTEM, build_working_set
 from .access_log import OWNER_SCOPE_KEY, AccessLog, AccessLogWriter
@@ -220,6 +221,8 @@ class Proxy:
         self._store = await StaffStore.connect(
             self.config.db_path, lock_timeout=self.config.lock_timeout
         )
+        if self.config.kept_retention_days is not None:
+            await self._apply_kept_retention(self.config.kept_retention_days)
         self._writer = Writer(
             self._store, on_commit=self._count, max_backlog=self.config.max_backlog
         )
@@ -259,6 +262,14 @@ class Proxy:
             await asyncio.to_thread(checkpointer.stop)
             await self._store.close()
             self._store = self._upstream = self._writer = None
+
+    async def _apply_kept_retention(self, days: float) -> None:
+        """Delete the kept answers past the retention (and expired ones), as the server starts."""
+        now = utcnow()
+        # Another process holding the lock must not stop the server: they go at the next
+        # start, or at the next `staffstore kept prune`.
+        with suppress(StoreBusyError):
+            await self.store.prune_kept_answers(before=retention_cutoff(days, now), now=now)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -402,9 +413,9 @@ class Proxy:
         turn.session_id = self._sessions.get((owner, chat.session))
         if turn.session_id is None and chat.working_set == "bounded":
             turn.session_id = await self._ensure_session(owner, chat.session)
-        decision, kept = await self._look_up(owner, chat)
+        decision, kept, origin = await self._look_up(owner, chat)
         if decision.hit:
-            return await self._serve_hit(turn, chat, decision, kept)
+            return await self._serve_hit(turn, chat, decision, kept, origin)
         if turn.session_id is None and chat.working_set == "bounded":
             # The store is locked, so the session's tail cannot be read: send the messages
             # as the client sent them rather than fail a request the client can still get.
@@ -426,10 +437,13 @@ class Proxy:
         keyed = content_hash({"request": chat.request_hash, "working_state": section})
         return replace(chat, request_hash=keyed)
 
-    async def _look_up(self, owner: str, chat: ChatRequest) -> tuple[Decision, KeptAnswer | None]:
-        """An exact repeat of a paid request first, then the owner's claims, else a miss."""
+    async def _look_up(
+        self, owner: str, chat: ChatRequest
+    ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
+        """An exact repeat of a paid request first, then the owner's claims, else a miss; on
+        a hit, the paid call whose answer it serves when one is known."""
         if chat.controls.no_cache:
-            return Decision(outcome="miss", reason="no_cache"), None
+            return Decision(outcome="miss", reason="no_cache"), None, None
         # Both lookups in one trip to the store's thread: this is on every request's path.
         budget = self.config.gate_budget
         return await self.store.run_sync(
@@ -437,12 +451,19 @@ class Proxy:
         )
 
     async def _serve_hit(
-        self, turn: _Turn, chat: ChatRequest, decision: Decision, kept: KeptAnswer | None
+        self,
+        turn: _Turn,
+        chat: ChatRequest,
+        decision: Decision,
+        kept: KeptAnswer | None,
+        origin: PaidOrigin | None,
     ) -> Response:
         answer = decision.answer or ""
         receipt = turn.receipt(
             outcome="hit", reason=decision.reason, status="hit", inference_avoided=True,
             inference_attempted=False, claim_id=decision.claim_id, answer=answer,
+            served_from=origin.receipt_id if origin else None,
+            avoided_cost_usd=origin.cost_usd if origin else None,
         )  # fmt: skip
         await self._record(turn, receipt, turn.exchange(answer))
         headers = self._turn_headers(turn, "hit", decision.reason)
@@ -766,18 +787,22 @@ def _status_of(error: UpstreamError | None) -> ReceiptStatus:
 
 def _answer_from_store(
     store: SyncStore, owner: str, chat: ChatRequest, gate_budget: float | None = None
-) -> tuple[Decision, KeptAnswer | None]:
-    """_look_up's work, on the store's thread: a kept answer, else the gate's decision."""
+) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
+    """_look_up's work, on the store's thread: a kept answer, else the gate's decision; on a
+    hit, the paid call whose answer it serves (its cost prices what the hit saved)."""
     controls = chat.controls
     kept = store.kept_answer(owner, controls.namespace, chat.request_hash, max_age=controls.max_age)
     if kept is not None and not same_period(chat.turn or "", kept.created_at, utcnow()):
         kept = None  # "what failed today?" kept yesterday answers another day's question
     if kept is not None:
-        return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer), kept
+        decision = Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
+        return decision, kept, kept.origin
     if chat.claims_refused is not None or chat.turn is None:
-        return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None
-    turn = Turn(owner=owner, text=chat.turn, gate_budget=gate_budget)
-    return query_first_sync(store, turn), None
+        return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None, None
+    decision = query_first_sync(store, Turn(owner=owner, text=chat.turn, gate_budget=gate_budget))
+    if decision.hit and decision.claim_id is not None:
+        return decision, None, store.claim_origin(owner, decision.claim_id)
+    return decision, None, None
 
 
 def _utf8_size(text: str | None) -> int:

@@ -34,6 +34,7 @@ A config file (every setting optional; flags win over it):
     quota_bytes = 1073741824                  # text stored per owner (429 beyond); none: no limit
     state_key_env = "STAFFSTORE_STATE_KEY"    # the variable agent state's HMAC key is read from
     handoff_max_bytes = 16384                 # the cap of a structured working-state handoff
+    kept_retention_days = 30                  # kept answers older are deleted at startup
 
     [serve.quotas]                            # owner by owner, over quota_bytes
     alice = 2147483648
@@ -75,6 +76,7 @@ from typing import Any, Literal, cast
 from ..config import default_db_path
 from ..errors import InputError
 from ..jobs.limits import DEFAULT_LIMITS
+from ..settings import calibrated_gate_budget, check_http_url
 from ..state.config import SCOPE_KEY_ENV, check_scope_key
 from ..upstream import API_KEY_ENV, DEFAULT_BASE_URL
 from ..working_set import DEFAULT_BUDGET
@@ -173,6 +175,9 @@ class ServeConfig:
     handoff_max_bytes: int = 16_384
     #: The model of a request that names none; None makes such a request a 400, as OpenAI.
     default_model: str | None = None
+    #: Days a kept answer is kept: older ones (and expired ones) are deleted when the server
+    #: starts (`staffstore kept prune` does it at any time); None keeps them.
+    kept_retention_days: float | None = None
 
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
@@ -188,7 +193,12 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
     "jobs": dict,
     "state_key_env": str, "handoff_max_bytes": int, "default_model": str,
+    "kept_retention_days": (int, float),
 }  # fmt: skip
+#: The settings a [serve] table may hold, by name (docs/config.md documents each).
+FILE_SETTINGS: frozenset[str] = frozenset(_FILE_FIELDS)
+#: Those settings that hold a key or its hash: never shown (`staffstore config show`).
+SECRET_SETTINGS: frozenset[str] = frozenset({"owners", "metrics_key", "metrics_key_sha256"})
 #: The environment variable a metrics key may come from (plain text; hashed when read).
 METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
 
@@ -260,12 +270,12 @@ def _file_keys(owners: list[Any], path: Path) -> dict[str, OwnerKey]:
 
 
 def _gate_budget(value: Any) -> float | None:
-    """The gate's error budget from a flag or the config file: a share between 0 and 1."""
+    """The gate's error budget from a flag or the config file: one it was calibrated at."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InputError(f"gate_budget must be a number from 0 to 1, not {value!r}")
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"gate_budget must be a number, not {value!r}")
+    return calibrated_gate_budget(float(value))
 
 
 def build_config(
@@ -295,6 +305,7 @@ def build_config(
     lock_timeout: float | None = None,
     default_model: str | None = None,
     upstream_key_env: str | None = None,
+    kept_retention_days: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServeConfig:
     """Merge flags (any argument not None) over the config file over the defaults.
@@ -369,6 +380,7 @@ def build_config(
         quotas=_file_quotas(table.get("quotas", {}), config_file),
         **_jobs_settings(table.get("jobs", {}), config_file, secrets=key_variables),
         default_model=pick(default_model, "default_model", DEFAULTS.default_model) or None,
+        kept_retention_days=pick(kept_retention_days, "kept_retention_days", None),
     )
     _check(config)
     return config
@@ -396,6 +408,10 @@ _JOB_NUMBERS: tuple[tuple[str, str, type], ...] = (
     ("max_output_bytes", "job_max_output_bytes", int),
     ("max_job_bytes", "job_max_job_bytes", int),
 )  # fmt: skip
+#: The settings a [serve.jobs] table may hold.
+JOB_SETTINGS: frozenset[str] = frozenset(
+    {"dir", "commands", "env", *(name for name, _, _ in _JOB_NUMBERS)}
+)
 
 
 def _jobs_settings(
@@ -404,8 +420,7 @@ def _jobs_settings(
     """The [serve.jobs] table as ServeConfig fields, checked. `secrets` names the variables
     the server's keys come from: a job never sees one, even when the table names it."""
     where = f"{path}: [serve.jobs]"
-    known_names = {"dir", "commands", "env", *(name for name, _, _ in _JOB_NUMBERS)}
-    unknown = sorted(set(table) - known_names)
+    unknown = sorted(set(table) - JOB_SETTINGS)
     if unknown:
         raise InputError(f"{where} has unknown setting(s) {', '.join(unknown)}")
     commands = table.get("commands", {})
@@ -458,6 +473,10 @@ def _metrics_digest(
 def _check(config: ServeConfig) -> None:
     if not 0 <= config.port <= 65_535:
         raise InputError(f"port {config.port} is not a TCP port")
+    try:
+        check_http_url(config.upstream_url)
+    except ValueError as error:  # its message leaves out the URL, which may hold a password
+        raise InputError(f"upstream: {error}") from None
     for name in ("budget", "max_body_bytes"):
         if getattr(config, name) < 1:
             raise InputError(f"{name} must be at least 1")
@@ -469,6 +488,8 @@ def _check(config: ServeConfig) -> None:
             raise InputError(f"{name} must be more than 0")
     if config.quota_bytes is not None and config.quota_bytes < 1:
         raise InputError("quota_bytes must be at least 1")
+    if config.kept_retention_days is not None and not config.kept_retention_days > 0:
+        raise InputError("kept_retention_days must be more than 0")
     if config.upstream_retries < 0:
         raise InputError("upstream_retries must not be negative")
     if not config.default_owner.strip():

@@ -2,10 +2,13 @@
 
 Counters follow the receipts the proxy writes since it started (the store's ledger keeps the
 totals across restarts); cost counts only what providers reported, and the turns whose cost is
-unknown are counted apart rather than added as zero. The totals have no labels; the same turns
-are counted again by owner, outcome and reason (`staffstore_owner_turns_total`), and cost by
-owner. A request refused before the gate (status `rejected`) is not a turn: it is counted in
-`staffstore_rejected_total` only. GET /metrics needs the metrics key (see app.py).
+unknown are counted apart rather than added as zero. The cost avoided is the ledger's estimate
+(each hit's receipt carries what the paid call whose answer it served cost); avoided calls
+without one are counted apart, never priced at zero. The totals have no labels; the same turns
+are counted again by owner, outcome and reason (`staffstore_owner_turns_total`), and cost paid,
+calls avoided and cost avoided by owner. A request refused before the gate (status `rejected`)
+is not a turn: it is counted in `staffstore_rejected_total` only. GET /metrics needs the
+metrics key (see app.py).
 """
 
 from __future__ import annotations
@@ -69,6 +72,11 @@ _COUNTERS: tuple[tuple[str, str], ...] = (
     ("attempted_calls", "Model calls sent upstream (they may have been billed)."),
     ("failed_calls", "Model calls sent upstream that did not end with an answer."),
     ("unknown_cost_turns", "Attempted calls whose cost the provider did not report."),
+    (
+        "unknown_avoided_cost_calls",
+        "Avoided calls whose cost avoided is unknown: the answer served came from no paid call "
+        "with a known cost (a job's or a person's claim, or a provider that did not say).",
+    ),
     ("rejected", "Requests refused before the gate (bad input); not counted as turns."),
 )
 
@@ -136,6 +144,31 @@ class Metrics:
             ["owner"],
             registry=self.registry,
         )
+        self._avoided_cost = Counter(
+            "staffstore_estimated_avoided_cost_usd",
+            "Cost avoided, an estimate in US dollars: for each avoided call with a known "
+            "estimate, what the paid call whose answer was served cost.",
+            registry=self.registry,
+        )
+        self._owner_avoided = Counter(
+            "staffstore_owner_avoided_calls",
+            "Model calls avoided by answering from the store, by owner.",
+            ["owner"],
+            registry=self.registry,
+        )
+        self._owner_avoided_cost = Counter(
+            "staffstore_owner_estimated_avoided_cost_usd",
+            "Cost avoided, an estimate in US dollars, by owner (see "
+            "staffstore_estimated_avoided_cost_usd).",
+            ["owner"],
+            registry=self.registry,
+        )
+        self._owner_unknown_avoided = Counter(
+            "staffstore_owner_unknown_avoided_cost_calls",
+            "Avoided calls whose cost avoided is unknown, by owner.",
+            ["owner"],
+            registry=self.registry,
+        )
         self._requests = Counter(
             "staffstore_http_requests",
             "HTTP requests by route and status.",
@@ -180,7 +213,8 @@ class Metrics:
         return OTHER_OWNER
 
     def count_receipt(self, receipt: Receipt) -> None:
-        """Count one receipt: its outcome, whether a call was avoided or made, its known cost."""
+        """Count one receipt: its outcome, whether a call was avoided or made, its known cost,
+        and for an avoided call the estimate of what it saved (or that it is unknown)."""
         owner = self._owner(receipt.owner)
         if receipt.status == "rejected":
             # Refused before the gate (bad JSON, no messages): not a turn, not a miss.
@@ -192,6 +226,14 @@ class Metrics:
         self._owner_turns.labels(owner, receipt.outcome, receipt.reason).inc()
         if receipt.inference_avoided:
             self._totals["avoided_calls"].inc()
+            self._owner_avoided.labels(owner).inc()
+            if receipt.avoided_cost_usd is None:
+                self._totals["unknown_avoided_cost_calls"].inc()
+                self._owner_unknown_avoided.labels(owner).inc()
+            else:
+                saved = max(0.0, receipt.avoided_cost_usd)  # a counter never goes down
+                self._avoided_cost.inc(saved)
+                self._owner_avoided_cost.labels(owner).inc(saved)
         if receipt.inference_attempted:
             self._totals["attempted_calls"].inc()
             if receipt.status != "ok":

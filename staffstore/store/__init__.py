@@ -2,8 +2,8 @@
 
 Owns StaffStore (async, async_store.py), SyncStore (the same file from threads, sync_store.py),
 job records (jobs.py), the numbered migrations, row conversion, the WAL checkpointer, claims
-import and promotion, and the tables and transactions of working state and agent state
-(state_tables.py).
+import and promotion, deletes by age or id (retention.py), and the tables and transactions of
+working state and agent state (state_tables.py).
 May import models, errors, identity and text (the search key is text.matching's);
 never the gate, working_set, mouth, upstream, proxy, cli or replays: they build on the store.
 """

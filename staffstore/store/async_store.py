@@ -34,6 +34,7 @@ from ..text.matching import KEY_VERSION, normalize
 from .jobs import AsyncJobs
 from .migrations import APPLICATION_ID, MIGRATIONS
 from .receipt_queries import AsyncReceiptQueries
+from .retention import AsyncRetention
 from .rows import (
     CLAIM_COLUMNS,
     RECEIPT_COLUMNS,
@@ -50,7 +51,7 @@ from .rows import (
     row_to_receipt,
 )
 from .state_tables import AsyncStateTables
-from .sync_store import KeptAnswer, SyncStore, TurnRecord
+from .sync_store import KeptAnswer, PaidOrigin, SyncStore, TurnRecord
 
 #: The matcher without its cache, for the questions of stored claims: each is normalised once
 #: on its way in, and through the cache a long import would fill it (some 4 KB an entry, up to
@@ -72,7 +73,7 @@ def _check_not_directory(path: Path) -> None:
         raise StoreError(f"{path} is a directory, not a database file")
 
 
-class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
+class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries, AsyncRetention):
     """The durable store. Open it with `async with StaffStore.open(path) as store:`."""
 
     def __init__(
@@ -514,6 +515,19 @@ class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries):
         if row is None:
             raise NotFoundError(f"receipt {receipt_id!r} was not found for owner {owner!r}")
         return row_to_receipt(row)
+
+    async def ensure_claim_origin(self, owner: str, claim_id: str, origin: PaidOrigin) -> None:
+        """Record the paid call a claim was promoted from, once: the first promotion stands.
+        The hits the claim serves take its cost as their estimate of the cost avoided."""
+        await self._db.execute(
+            "INSERT OR IGNORE INTO claim_origins (claim_id, owner, receipt_id, cost_usd) "
+            "VALUES (?, ?, ?, ?)",
+            (claim_id, owner, origin.receipt_id, origin.cost_usd),
+        )
+
+    async def claim_origin(self, owner: str, claim_id: str) -> PaidOrigin | None:
+        """The paid call the owner's claim was promoted from (see SyncStore.claim_origin)."""
+        return await self.run_sync(lambda sync: sync.claim_origin(owner, claim_id))
 
     # -- turns and kept answers (the proxy's and ensure_mouth's; see SyncStore) ------------------
 

@@ -250,4 +250,26 @@ MIGRATIONS: list[list[str]] = [
         """,
         "CREATE INDEX job_receipts_by_owner ON job_receipts (owner, created_at)",
     ],
+    # 7: what a hit saved. A hit's receipt names the paid receipt whose answer it served and
+    # copies that call's cost, the estimate of the cost it avoided, so deleting old receipts
+    # changes no estimate already made; kept answers and promoted claims keep what their
+    # paid call cost for the hits still to come.
+    [
+        "ALTER TABLE receipts ADD COLUMN served_from TEXT",
+        "ALTER TABLE receipts ADD COLUMN avoided_cost_usd REAL",
+        "ALTER TABLE kept_answers ADD COLUMN cost_usd REAL",
+        """
+        UPDATE kept_answers SET cost_usd =
+            (SELECT r.cost_usd FROM receipts r WHERE r.id = kept_answers.receipt_id)
+        """,
+        """
+        CREATE TABLE claim_origins (
+            claim_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            -- the receipt the claim was promoted from (or the paid one it repeated)
+            receipt_id TEXT NOT NULL,
+            cost_usd REAL
+        )
+        """,
+    ],
 ]

@@ -3,7 +3,8 @@
 A chat answer never becomes a claim by itself (see mouth.py): a person or a job that has
 checked it promotes it, by receipt id, from the CLI (`staffstore claims promote`) or the
 proxy's admin endpoint. The receipt holds the question and the answer; the claim keeps the
-model that gave it as its agent, so its provenance is on record.
+model that gave it as its agent, so its provenance is on record, and the paid call it came
+from (with that call's cost), so the hits it serves can say what they saved.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime
 from ..errors import InputError
 from ..models import Claim, NewClaim, Receipt
 from .async_store import StaffStore
+from .sync_store import PaidOrigin
 
 
 def promotable(receipt: Receipt) -> bool:
@@ -58,4 +60,18 @@ async def promote_receipt(
         profile=profile,
         expires_at=expires_at,
     )
-    return await store.ensure_claim(claim, now=now)
+    stored = await store.ensure_claim(claim, now=now)
+    origin = paid_origin(receipt)
+    if origin is not None:
+        await store.ensure_claim_origin(owner, stored.id, origin)
+    return stored
+
+
+def paid_origin(receipt: Receipt) -> PaidOrigin | None:
+    """The paid call behind a promotable receipt: the receipt itself, or for an exact repeat
+    the paid receipt whose answer it repeated (None when a repeat recorded none)."""
+    if receipt.status == "ok":
+        return PaidOrigin(receipt.id, receipt.cost_usd)
+    if receipt.served_from is None:
+        return None
+    return PaidOrigin(receipt.served_from, receipt.avoided_cost_usd)

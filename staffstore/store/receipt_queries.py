@@ -2,7 +2,9 @@
 over everything or period by period (a day or an hour, in UTC).
 
 Mixed into StaffStore (async_store.py). A request refused before the gate (status `rejected`)
-is not a turn: the ledger counts it in `rejected` only.
+is not a turn: the ledger counts it in `rejected` only. The cost avoided is an estimate each
+hit's receipt carries (`avoided_cost_usd`: what the paid call whose answer it served cost), so
+the ledger sums what the receipts that remain say, and a deleted receipt changes nothing else.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ _LEDGER_SELECT = f"""
     coalesce(sum(inference_attempted
         AND (prompt_tokens IS NULL OR completion_tokens IS NULL)), 0),
     coalesce(sum(inference_attempted AND cost_usd IS NULL), 0),
-    coalesce(sum(status = 'rejected'), 0)
+    coalesce(sum(status = 'rejected'), 0),
+    sum(CASE WHEN inference_avoided THEN avoided_cost_usd END),
+    coalesce(sum(inference_avoided AND avoided_cost_usd IS NULL), 0)
 """
 _LEDGER_NAMES = (
     "turns", "hits", "misses", "avoided_calls", "attempted_calls", "failed_calls",
     "not_attempted", "prompt_tokens", "completion_tokens", "cost_usd",
-    "unknown_usage_turns", "unknown_cost_turns", "rejected",
+    "unknown_usage_turns", "unknown_cost_turns", "rejected", "estimated_avoided_cost_usd",
+    "unknown_avoided_cost_calls",
 )  # fmt: skip
 #: Receipts read per query by `iter_receipts`.
 _PAGE = 1000
@@ -90,6 +95,11 @@ def _ledger(row: Sequence[Any]) -> Ledger:
     # A sum of floats carries binary noise (0.30000000000000004): no provider bills below a
     # billionth of a dollar.
     totals["cost_usd"] = round(totals["cost_usd"], 9)
+    avoided = totals["estimated_avoided_cost_usd"]
+    if avoided is not None:
+        totals["estimated_avoided_cost_usd"] = round(avoided, 9)
+    elif not totals["avoided_calls"]:
+        totals["estimated_avoided_cost_usd"] = 0.0  # nothing avoided, so nothing saved
     return Ledger(**totals)
 
 
@@ -138,7 +148,8 @@ class AsyncReceiptQueries:
             offset += len(page)
 
     async def ledger(self, owner: str | None = None) -> Ledger:
-        """Totals over receipts: avoided and attempted calls apart, known usage, unknown counts."""
+        """Totals over the receipts that remain: avoided and attempted calls apart, known usage
+        and cost, the estimated cost avoided, unknown counts."""
         where, params = ReceiptFilter(owner).where()
         rows = await self._fetchall(f"SELECT {_LEDGER_SELECT} FROM receipts {where}", params)
         return _ledger(rows[0])

@@ -11,7 +11,7 @@ import math
 import sqlite3
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from ..models import Claim, Receipt, Role
 from ..text.matching import normalize
 from .jobs import SyncJobs
 from .migrations import COUNT_TERMS
+from .retention import SyncRetention
 from .rows import (
     QUALIFIED_CLAIM_COLUMNS,
     RECEIPT_COLUMNS,
@@ -46,7 +47,7 @@ _OWNER_CHECK_BLOCK = 32
 _IDF_SCALE = 1_000.0
 
 
-class SyncStore(StateTables, SyncJobs):
+class SyncStore(StateTables, SyncJobs, SyncRetention):
     """The store's hot-path queries as plain calls on its SQLite connection.
 
     Only for work that StaffStore.run_sync runs on the store's database thread: there a
@@ -290,18 +291,28 @@ class SyncStore(StateTables, SyncJobs):
         moment = now_epoch(now)
         oldest = moment - max_age if max_age is not None else None
         rows = self.fetchall(
-            "SELECT receipt_id, model, answer, created_at, expires_at FROM kept_answers "
+            "SELECT receipt_id, model, answer, created_at, expires_at, cost_usd FROM kept_answers "
             "WHERE owner = ? AND namespace = ? AND request_hash = ? "
             "AND (expires_at IS NULL OR expires_at > ?) AND (? IS NULL OR created_at >= ?)",
             (owner, namespace, request_hash, moment, oldest, oldest),
         )
-        for receipt_id, model, answer, created_at, expires_at in rows:
+        for receipt_id, model, answer, created_at, expires_at, cost_usd in rows:
             return KeptAnswer(
                 owner=owner, namespace=namespace, request_hash=request_hash,
                 receipt_id=receipt_id, model=model, answer=answer,
                 created_at=datetime_at(created_at), expires_at=datetime_of(expires_at),
+                cost_usd=cost_usd,
             )  # fmt: skip
         return None
+
+    def claim_origin(self, owner: str, claim_id: str) -> PaidOrigin | None:
+        """The paid call the owner's claim was promoted from, or None (a job's or a person's
+        claim, or one promoted before staffstore kept the link)."""
+        rows = self.fetchall(
+            "SELECT receipt_id, cost_usd FROM claim_origins WHERE claim_id = ? AND owner = ?",
+            (claim_id, owner),
+        )
+        return PaidOrigin(rows[0][0], rows[0][1]) if rows else None
 
     def _session_of(self, record: TurnRecord, now: datetime | None) -> str | None:
         if record.session_id is None and record.session_name is not None:
@@ -320,7 +331,14 @@ class SyncStore(StateTables, SyncJobs):
         writes (the proxy has one writer task), or one BEGIN meets another's transaction.
         """
         moment = now_epoch(now)
-        kept = [record.kept for record in records if record.kept is not None]
+        # A kept answer costs what the call in its own record was paid (see KeptAnswer.cost_usd).
+        kept = [
+            replace(record.kept, cost_usd=record.receipt.cost_usd)
+            if record.kept.receipt_id == record.receipt.id
+            else record.kept
+            for record in records
+            if record.kept is not None
+        ]
         self._connection.execute("BEGIN IMMEDIATE")
         try:
             session_ids = [self._session_of(record, now) for record in records]
@@ -339,10 +357,11 @@ class SyncStore(StateTables, SyncJobs):
             if kept:
                 self._connection.executemany(
                     "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, "
-                    "receipt_id, model, answer, created_at, expires_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "receipt_id, model, answer, created_at, expires_at, cost_usd) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(k.owner, k.namespace, k.request_hash, k.receipt_id, k.model, k.answer,
-                      k.created_at.timestamp(), epoch_of(k.expires_at)) for k in kept],
+                      k.created_at.timestamp(), epoch_of(k.expires_at), k.cost_usd)
+                     for k in kept],
                 )  # fmt: skip
             placeholders = ", ".join("?" for _ in RECEIPT_COLUMNS)
             self._connection.executemany(
@@ -371,6 +390,23 @@ class KeptAnswer:
     answer: str
     created_at: datetime
     expires_at: datetime | None = None
+    #: What the call that paid for it cost (None: unknown); copied from its receipt when it
+    #: is kept, so a hit's estimate of the cost avoided outlives that receipt.
+    cost_usd: float | None = None
+
+    @property
+    def origin(self) -> PaidOrigin:
+        """The paid call this answer came from, for the receipts of the hits it serves."""
+        return PaidOrigin(self.receipt_id, self.cost_usd)
+
+
+@dataclass(frozen=True)
+class PaidOrigin:
+    """The paid call whose answer a hit serves: its receipt, and what it cost (None: unknown).
+    Its cost is the estimate of what the hit avoided (Receipt.avoided_cost_usd)."""
+
+    receipt_id: str
+    cost_usd: float | None
 
 
 @dataclass(frozen=True)
