@@ -38,6 +38,7 @@ test: $(BIN)/staffstore
 bench: $(BIN)/staffstore
 	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_proxy.py
+	$(BIN)/python benchmarks/bench_retrieval.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -184,9 +184,10 @@ def test_report_puts_the_gate_card_from_the_ledgers_before_the_results(
     # The releases that fitted the shipped trees are named: another release grows other trees.
     releases = default_model().params["fitted_with"]
     assert releases and all(f"{name} {v}" in card for name, v in releases.items())
-    # The short-question bias is scored by the shipped trees, against the default threshold.
-    (short,) = [line for line in card.splitlines() if line.startswith("- **Short questions.**")]
-    assert f"against {default_model().threshold(DEFAULT_BUDGET):g} at the default" in short
+    # The pair model decides: the card names the file the thresholds were calibrated with, and
+    # leaves out the trees' short-question bias, which is no longer the gate's.
+    assert default_model().params["pair"]["sha256"][:12] in card
+    assert not [line for line in card.splitlines() if line.startswith("- **Short questions.**")]
     readme = tmp_path / "README.md"
     readme.write_text("# x\n", encoding="utf-8")
     ok(invoke("report", "--ledgers", str(path.parent), "--readme", str(readme)))

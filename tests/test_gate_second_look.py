@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
 
 #: The loosest calibrated budget: the second look serves the most here.
 LOOSE = max(default_model().budgets)
+
+
+@cache
+def alignment() -> GateModel:
+    """The slots and the alignment, scored by the trees alone: what the tests of a reading or a
+    refusal read, since the shipped pair model may overrule a reordering or a substitution."""
+    return GateModel({k: v for k, v in default_model().params.items() if k != "pair"})
 
 
 async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
@@ -286,13 +294,12 @@ def test_a_possessive_is_read_as_the_of_phrase_it_stands_for() -> None:
         "Which access keys of IAM users are old?"
     )
     assert possessive_unfoldings("What's the pool size, and where's it set?") == ()
-    # Refused as a reordering when the possessive was read as it stands.
-    found = default_model().assess(
+    # Refused as a reordering when the possessive was read as it stands; read unfolded, scored.
+    found = alignment().assess(
         "Is the online feature store's user_ltv_30d feature updated in real time?",
         "Is the user_ltv_30d feature in the online feature store updated in real time?",
     )
-    assert found.reason is None
-    assert (found.probability or 0.0) >= default_model().threshold(0.001)
+    assert found.reason is None and found.probability is not None
     # Two things that traded places around a possessive are a change of roles.
     traded = default_model().assess(
         "Why did the scheduler's retry queue block the webserver?",
@@ -313,14 +320,13 @@ def test_a_topic_set_before_its_question_is_read_where_the_question_points_at_it
     )
     assert topic_reading("For the postmortem: what caused the outage?") is None  # a lead-in
     assert topic_reading("The backup job - what broke this week?") is None  # "this" is a time
-    model = default_model()
-    # Refused as a reordering when read as written.
+    model = alignment()
+    # Refused as a reordering when read as written; read where the question points, scored.
     found = model.assess(
         "The nightly backup job's retention policy: where is it configured?",
         "Where is the retention policy for the nightly backup job configured?",
     )
-    assert found.reason is None
-    assert (found.probability or 0.0) >= model.threshold(0.001)
+    assert found.reason is None and found.probability is not None
     # Two things that traded places in the topic's reading are a change of roles.
     traded = model.assess(
         "The webserver: why did it block the scheduler?",
@@ -351,7 +357,7 @@ def test_a_topic_set_before_its_question_is_read_where_the_question_points_at_it
     ],
 )  # fmt: skip
 def test_a_word_swapped_for_an_unrelated_one_is_a_substitution(asked: str, stored: str) -> None:
-    found = default_model().assess(asked, stored)
+    found = alignment().assess(asked, stored)
     assert found.reason == "substitution"
     assert (found.asked_only, found.stored_only) == (("webserver",), ("scheduler",))
 
@@ -421,7 +427,7 @@ def test_a_one_letter_unit_is_read_only_in_lower_case() -> None:
 
 
 def test_an_ordinal_stays_with_its_noun() -> None:
-    found = default_model().assess(
+    found = alignment().assess(
         "The 1st constituency of Finistere is a French constituency in the Finistere department.",
         "The French constituency of Finistere is a 1st constituency in the Finistere department.",
     )
@@ -430,7 +436,7 @@ def test_an_ordinal_stays_with_its_noun() -> None:
 
 def test_a_noun_beside_a_year_or_an_ordinal_is_not_a_kind_noun() -> None:
     # "biology" narrows the question; it does not say what kind of thing "11th" is.
-    model = default_model()
+    model = alignment()
     narrowed = model.assess(
         "How can I study for class 11th?", "How can I study for class 11th biology?"
     )
@@ -444,7 +450,7 @@ def test_a_rare_word_cut_into_many_pieces_has_no_embedding_to_compare() -> None:
     assert pieces("zervodexios") > MAX_PIECES
     assert cosine("zervodexios", "cervodexiosis") == 0.0
     assert cosine("failing", "broke") > 0.0
-    found = default_model().assess(
+    found = alignment().assess(
         "The zervodexios is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
         "The cervodexiosis is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
     )

@@ -5,18 +5,25 @@
 What is fitted on what (and never on the test splits):
 
 - filler: the words a paraphrase adds or drops freely ("remind", "explain"), learned from the
-  hit turns of workday_dev's tuning split (claims D001-D100) against their claims;
+  hit turns of workday_dev's tuning split (claims D001-D100) and of the fit thirds of
+  workday_train_{a,b,c}.jsonl against their claims;
 - the score, gradient-boosted trees (scikit-learn, `pip install -e '.[fit]'`; exported to plain
-  arrays, so running the gate needs no scikit-learn): on workday_dev's tuning split (each turn
-  against its own claim and its four nearest other claims, weight 10), STS-B train (label 1 =
-  score >= 4) and the fitting half of PAWS-Wiki dev. Quora text is not fitted on: its terms
-  allow measurement and calibration, not shipping a model trained on it;
+  arrays, so running the gate needs no scikit-learn): on workday_dev's tuning split and the
+  training files' fit thirds (each turn against its own claim and its four nearest other
+  claims, weight 10), STS-B train (label 1 = score >= 4) and the fitting half of PAWS-Wiki dev.
+  Quora text is not fitted on: its terms allow measurement and calibration, not shipping a
+  model trained on it;
 - the calibration (budget -> threshold): on the whole calibration halves of Quora's qqp_pool
-  and of PAWS-Wiki dev, each pair alone (isolated), the strict test included.
+  and of PAWS-Wiki dev, each pair alone (isolated), the strict test included, and on the
+  calibrate thirds of the training files, each turn asked of its file's fit and calibrate
+  claims (its own and its four nearest), counted once however many wrong claims pass.
 
-The test splits, reported by `staffstore replay`, are workday_dev D101-D150 with the even
-unrelated turns, and the other half of qqp_pool. Halves are chosen by a SHA-256 of each pair's
-id, so they never depend on file order.
+The training files are cut in thirds by a SHA-256 of each claim's id (splits.workday_third),
+as their README says, before anything in them was read: 0 fit, 1 calibrate, 2 test. The test
+splits, reported by `staffstore replay` and audited in the gate card, are workday_dev
+D101-D150 with the even unrelated turns, the training files' test thirds, and the other half
+of qqp_pool. Halves are chosen by a SHA-256 of each pair's id, so they never depend on file
+order.
 """
 
 from __future__ import annotations
@@ -38,7 +45,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from staffstore.gate.scoring import Form, GateModel, text_form  # noqa: E402
-from staffstore.replays.splits import half, workday_split  # noqa: E402
+from staffstore.replays.splits import (  # noqa: E402
+    THIRDS,
+    half,
+    workday_split,
+    workday_third,
+)
 from staffstore.text.alignment import FEATURES, align, features, subject_words  # noqa: E402
 from staffstore.text.matching import compare, normalize  # noqa: E402
 from staffstore.text.similarity import text_cosine  # noqa: E402
@@ -93,9 +105,17 @@ def workday_pairs(
     claims: dict[str, dict[str, Any]], turns: list[dict[str, Any]], nearest: int = 4
 ) -> list[tuple[str, str, int]]:
     """Each turn against its own claim (labelled) and its nearest other claims (label 0)."""
+    return workday_turn_pairs(claims, turns, nearest)[0]
+
+
+def workday_turn_pairs(
+    claims: dict[str, dict[str, Any]], turns: list[dict[str, Any]], nearest: int = 4
+) -> tuple[list[tuple[str, str, int]], list[int]]:
+    """workday_pairs, and the turn (its index in `turns`) each pair belongs to."""
     rows: list[tuple[str, str, int]] = []
+    owners: list[int] = []
     subjects = {cid: subject_text(c["question"]) for cid, c in claims.items()}
-    for turn in turns:
+    for index, turn in enumerate(turns):
         mine = subject_text(turn["text"])
         ranked = sorted(subjects, key=lambda cid: -text_cosine(mine, subjects[cid]))
         if turn["claim"] is not None:
@@ -103,7 +123,24 @@ def workday_pairs(
             rows.append((turn["text"], own, int(turn["label"] == "hit")))
         others = [cid for cid in ranked if cid != turn["claim"]][:nearest]
         rows.extend((turn["text"], claims[cid]["question"], 0) for cid in others)
-    return rows
+        owners.extend([index] * (len(rows) - len(owners)))
+    return rows, owners
+
+
+def workday_thirds(
+    path: Path,
+) -> dict[str, tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]]:
+    """A workday training file's claims and turns by third (fit, calibrate, test), split as its
+    README says before anything is read (staffstore.replays.splits.workday_third)."""
+    thirds: dict[str, tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]] = {
+        name: ({}, []) for name in THIRDS
+    }
+    for row in read_jsonl(path):
+        if row["kind"] == "claim":
+            thirds[workday_third(row["id"])][0][row["id"]] = row
+        else:
+            thirds[workday_third(row["claim"], row["id"])][1].append(row)
+    return thirds
 
 
 def learn_filler(positives: list[tuple[str, str]]) -> dict[str, float]:
@@ -186,39 +223,68 @@ def fit_trees(
 
 
 #: One calibration pair as scored: (label, strict test matched, probability or 0, the form of
-#: the stored text).
-Scored = tuple[int, bool, float, Form]
+#: the stored text), and optionally the turn it belongs to: a turn asked of a store is read
+#: against several stored questions, and it is served a wrong answer if any of them wrongly
+#: passes, so its pairs are counted together (a pair without a turn is a turn of its own).
+Scored = tuple[int, bool, float, Form] | tuple[int, bool, float, Form, int]
 FORMS: tuple[Form, ...] = ("question", "statement")
 
 
-def isolated_scores(model: GateModel, pairs: list[tuple[str, str, int]]) -> list[Scored]:
-    """How the gate scores each (asked, stored, label), each pair alone."""
-    out = []
-    for asked, stored, label in pairs:
-        strict = compare(normalize(asked), normalize(stored)).same_question
-        probability = 0.0
-        if not strict:
-            found = model.assess(asked, stored)
-            probability = found.probability or 0.0
-        out.append((label, strict, probability, text_form(stored)))
-    return out
+def isolated_scores(
+    model: GateModel, pairs: list[tuple[str, str, int]], turns: list[int] | None = None
+) -> list[Scored]:
+    """How the gate scores each (asked, stored, label), each pair alone; `turns` names the turn
+    each pair belongs to, when several pairs are one turn's candidates."""
+    strict = [compare(normalize(a), normalize(s)).same_question for a, s, _label in pairs]
+    # A turn's candidates go to the model together, as the gate sends them.
+    by_turn: dict[str, list[int]] = {}
+    for index, (asked, _stored, _label) in enumerate(pairs):
+        if not strict[index]:
+            by_turn.setdefault(asked, []).append(index)
+    probability = [0.0] * len(pairs)
+    for asked, indices in by_turn.items():
+        found = model.assess_many(asked, [pairs[i][1] for i in indices])
+        for i, assessment in zip(indices, found, strict=True):
+            probability[i] = assessment.probability or 0.0
+    return [
+        (label, strict[i], probability[i], text_form(stored), i if turns is None else turns[i])
+        for i, (_asked, stored, label) in enumerate(pairs)
+    ]
 
 
 def is_served(row: Scored, thresholds: dict[Form, float]) -> bool:
-    _label, strict, probability, form = row
+    _label, strict, probability, form = row[:4]
     return strict or probability >= thresholds[form]
+
+
+def _turn_of(index: int, row: Scored) -> int:
+    return row[4] if len(row) == 5 else -1 - index
 
 
 def rates(scored: list[Scored], thresholds: dict[Form, float]) -> tuple[float, float, float]:
     """(recall, false-hit rate, false hits the second look adds) at each form's threshold, as
-    shares of the pairs. The strict test's own false hits on Quora are nearly all label errors
-    ("What are the most haunted place in delhi?" / "...places in delhi?" labelled different),
-    so a budget is spent by what the second look adds; the total is reported beside it."""
-    positives = sum(row[0] for row in scored) or 1
-    hits = sum(1 for row in scored if row[0] == 1 and is_served(row, thresholds))
-    false = sum(1 for row in scored if row[0] == 0 and is_served(row, thresholds))
-    added = sum(1 for row in scored if row[0] == 0 and not row[1] and is_served(row, thresholds))
-    return hits / positives, false / len(scored), added / len(scored)
+    shares of the turns (a pair alone is a turn). A turn counts as a false hit when any of its
+    wrong candidates is served. The strict test's own false hits on Quora are nearly all label
+    errors ("What are the most haunted place in delhi?" / "...places in delhi?" labelled
+    different), so a budget is spent by what the second look adds; the total is reported
+    beside it."""
+    turns: dict[int, list[Scored]] = {}
+    for index, row in enumerate(scored):
+        turns.setdefault(_turn_of(index, row), []).append(row)
+    asking = [rows for rows in turns.values() if any(row[0] == 1 for row in rows)]
+    hits = sum(1 for rows in asking if any(r[0] == 1 and is_served(r, thresholds) for r in rows))
+    false = sum(
+        1 for rows in turns.values() if any(r[0] == 0 and is_served(r, thresholds) for r in rows)
+    )
+    added = sum(
+        1
+        for rows in turns.values()
+        if any(r[0] == 0 and not r[1] and is_served(r, thresholds) for r in rows)
+        # a turn the strict test already served wrongly adds no false hit of its own
+        and not any(r[0] == 0 and r[1] for r in rows)
+    )
+    count = len(turns) or 1
+    return hits / (len(asking) or 1), false / count, added / count
 
 
 def fit_score(
@@ -304,6 +370,7 @@ def calibrate(scored: dict[str, list[Scored]]) -> list[dict[str, Any]]:
                 "false_hit_rate": round(false, 4),
                 "added_false_hit_rate": round(added, 4),
                 "pairs": len(pairs),
+                "turns": len({_turn_of(i, row) for i, row in enumerate(pairs)}),
                 "questions": sum(1 for row in pairs if row[3] == "question"),
             }
         calibration.append(
@@ -317,12 +384,48 @@ def calibrate(scored: dict[str, list[Scored]]) -> list[dict[str, Any]]:
     return calibration
 
 
+#: A calibration set: its pairs and, when several pairs are one turn's, each pair's turn.
+CalibrationSet = tuple[list[tuple[str, str, int]], list[int] | None]
+
+
+def train_files(folder: Path) -> list[Path]:
+    """The workday training files (workday_train_a.jsonl ...), in name order."""
+    return sorted(folder.glob("workday_train_*.jsonl"))
+
+
+def in_domain_sets(
+    files: list[Path],
+) -> tuple[list[tuple[str, str, int]], CalibrationSet, dict[str, tuple[int, int]]]:
+    """From the workday training files: the fit thirds' pairs (as workday_pairs makes them),
+    and the calibrate thirds as turns of a store: each calibrate turn (paraphrases, near misses
+    and unrelated turns) against its own claim and its four nearest other claims of the fit and
+    calibrate thirds of its file. The test thirds are not read. Also each file's (fit pairs,
+    calibration pairs)."""
+    fit: list[tuple[str, str, int]] = []
+    pairs: list[tuple[str, str, int]] = []
+    turns: list[int] = []
+    counts: dict[str, tuple[int, int]] = {}
+    for file in files:
+        thirds = workday_thirds(file)
+        fit_claims, fit_turns = thirds["fit"]
+        fitted = workday_pairs(fit_claims, fit_turns)
+        fit += fitted
+        cal_claims, cal_turns = thirds["calibrate"]
+        rows, owners = workday_turn_pairs({**fit_claims, **cal_claims}, cal_turns)
+        offset = (turns[-1] + 1) if turns else 0
+        pairs += rows
+        turns += [offset + owner for owner in owners]
+        counts[file.name] = (len(fitted), len(rows))
+    return fit, (pairs, turns), counts
+
+
 def cross_validate(
     claims: dict[str, dict[str, Any]],
     turns: list[dict[str, Any]],
     others: list[list[tuple[str, str, int]]],
-    calibration_sets: dict[str, list[tuple[str, str, int]]],
+    calibration_sets: dict[str, CalibrationSet],
     shapes: list[dict[str, float]],
+    train_fit: list[tuple[str, str, int]],
 ) -> None:
     """Choose the trees' shape without the test split: fit on the tuning claims of one parity,
     calibrate as the shipped model is calibrated, and count what the other parity's turns get
@@ -335,8 +438,11 @@ def cross_validate(
             fitted = {cid: c for cid, c in claims.items() if int(cid[1:]) % 2 == parity}
             held = [t for t in turns if t["claim"] is not None and t["claim"] not in fitted]
             own = [t for t in turns if t["claim"] is None or t["claim"] in fitted]
-            model = GateModel(fit_score(workday_pairs(fitted, own), others, shape)[0])
-            points = calibrate({n: isolated_scores(model, p) for n, p in calibration_sets.items()})
+            wd = workday_pairs(fitted, own) + train_fit
+            model = GateModel(fit_score(wd, others, shape)[0])
+            points = calibrate(
+                {n: isolated_scores(model, p, t) for n, (p, t) in calibration_sets.items()}
+            )
             asked = [(t["text"], claims[t["claim"]]["question"], int(t["label"] == "hit"))
                      for t in held]  # fmt: skip
             scored = isolated_scores(model, asked)
@@ -357,9 +463,43 @@ def cross_validate(
             )
 
 
+#: How the pair model's probability joins the trees' (scoring.PairSpec), and which of the
+#: alignment's refusals it may overrule (never a slot's). Chosen on the calibration sets, before
+#: any test figure of the pair model was read (December 4 2026, the shipped pair model; the
+#: workday_train calibrate thirds' recall / Quora's (a sample of 8,000 of its calibration half)
+#: / PAWS's, at the 0.1% / 0.5% budgets, each policy calibrated as below): the trees alone
+#: 16.4% / 7.9% / 16.2% and 30.6% / 8.7% / 23.3%; the larger of the two probabilities the
+#: same (the trees' highest-scoring near misses set its threshold); their mean 35.4% / 8.4% /
+#: 16.2% and 41.0% / 12.1% / 23.0%; the pair model alone, behind the slots and the alignment's
+#: refusals, 33.1% / 8.4% / 16.6% and 38.5% / 11.2% / 18.1%; the pair model alone, behind the
+#: slots only (it reads word order itself), 43.2% / 8.4% / 16.1% and 50.4% / 10.8% / 16.6%;
+#: behind the slots and the refusal of two words that traded places, 43.0% / 8.4% / 16.1% and
+#: 49.8% / 10.8% / 17.2% (kept: a change of roles, "the scheduler blocked the webserver" /
+#: "the webserver blocked the scheduler", stays refused, and 1,078 of PAWS's 1,195 such pairs
+#: are different). The float model it was quantized from served 39.4% / 8.2% / 16.0% at 0.1%.
+PAIR_COMBINE = "pair"
+PAIR_OVERRULES: list[str] = ["reordering", "substitution"]
+
+
+def pair_spec() -> dict[str, Any]:
+    """The gate parameters' pair entry for the pair model shipped in the package."""
+    from staffstore.gate.pair_model import default_pair_model
+
+    return {
+        "sha256": default_pair_model().sha256,
+        "combine": PAIR_COMBINE,
+        "overrules": PAIR_OVERRULES,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval", type=Path, default=ROOT.parent / "shared" / "eval")
+    parser.add_argument(
+        "--no-pair",
+        action="store_true",
+        help="calibrate the trees alone, without the shipped pair model",
+    )
     parser.add_argument("--train", type=Path, default=ROOT.parent / "shared" / "train")
     parser.add_argument(
         "--cross-validate",
@@ -388,21 +528,41 @@ def main() -> None:
     qqp_cal = [(r["b"], r["a"], int(r["label"])) for r in qqp if half(r["id"]) == 0]
     random.Random(7).shuffle(paws_fit)
     paws_fit = paws_fit[:3000]
-    calibration_sets = {"qqp_pool calibration half": qqp_cal,
-                        "paws_wiki_dev calibration half": paws_cal}  # fmt: skip
+    # The engineering questions this product serves, written by other authors: their fit
+    # thirds are fitted on beside workday_dev's tuning split, their calibrate thirds set the
+    # thresholds beside the public halves (a budget calibrated on Quora and Wikipedia alone was
+    # exceeded three to nine times on such questions), their test thirds are never read here.
+    trains = train_files(args.train)
+    if not trains:
+        raise SystemExit(f"no workday_train_*.jsonl in {args.train}")
+    train_fit, in_domain, train_counts = in_domain_sets(trains)
+    calibration_sets: dict[str, CalibrationSet] = {
+        "qqp_pool calibration half": (qqp_cal, None),
+        "paws_wiki_dev calibration half": (paws_cal, None),
+        "workday_train calibrate thirds": in_domain,
+    }
     if args.cross_validate:
         shapes = [{**TREES, **shape} for shape in json.loads(args.cross_validate)]
-        cross_validate(claims, turns, [stsb, paws_fit], calibration_sets, shapes)
+        cross_validate(claims, turns, [stsb, paws_fit], calibration_sets, shapes, train_fit)
         return
 
-    wd = workday_pairs(claims, turns)
-    params, scored_pairs = fit_score(wd, [stsb, paws_fit], TREES)
+    dev_pairs = workday_pairs(claims, turns)
+    params, scored_pairs = fit_score(dev_pairs + train_fit, [stsb, paws_fit], TREES)
+    if not args.no_pair:
+        params["pair"] = pair_spec()
     model = GateModel(params)
-    calibration = calibrate({n: isolated_scores(model, p) for n, p in calibration_sets.items()})
+    calibration = calibrate(
+        {n: isolated_scores(model, p, t) for n, (p, t) in calibration_sets.items()}
+    )
     params["calibration"] = calibration
     params["fitted_on"] = {
         "workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)": {
-            "sha256": sha256(workday_file), "pairs": len(wd)},
+            "sha256": sha256(workday_file), "pairs": len(dev_pairs)},
+        **{
+            f"{file.name} fit third (sha256(claim id) % 3 == 0)": {
+                "sha256": sha256(file), "pairs": train_counts[file.name][0]}
+            for file in trains
+        },
         "stsb_train.jsonl": {"sha256": sha256(stsb_file), "pairs": len(stsb)},
         "paws_wiki_dev.jsonl fitting half (first 3000 after a seeded shuffle)": {
             "sha256": sha256(paws_file), "pairs": len(paws_fit)},
@@ -418,6 +578,13 @@ def main() -> None:
             "sha256": sha256(qqp_file), "pairs": len(qqp_cal)},
         "paws_wiki_dev.jsonl calibration half (sha256(id) odd)": {
             "sha256": sha256(paws_file), "pairs": len(paws_cal)},
+        **{
+            f"{file.name} calibrate third (sha256(claim id) % 3 == 1), each turn against its "
+            "own claim and its 4 nearest": {
+                "sha256": sha256(file), "pairs": train_counts[file.name][1]}
+            for file in trains
+        },
+        "workday_train calibrate thirds, turns": len(set(in_domain[1] or [])),
     }  # fmt: skip
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -44,12 +44,12 @@ from ..replays.report import (
     wakeups_row,
 )
 from ..replays.splits import HALVES, Half
-from ..replays.workday_dev import LEDGER_NAME, play_dev_set
+from ..replays.workday_dev import ledger_name, play_dev_set
 from ..store import StaffStore
 from ..store.receipt_queries import Period
-from .app import fail, print_json, print_table, run, user_errors, utf8
+from .app import db_path, fail, gate_budgets, print_json, print_table, run, user_errors, utf8
 from .progress import run_with_progress
-from .receipts import SinceOption, UntilOption, _utc
+from .times import SinceOption, UntilOption
 
 PAIR_MODES = ("shared", "isolated")
 
@@ -106,13 +106,14 @@ def _print_pairs(ledgers: list[dict[str, Any]]) -> None:
 
 def _print_dev_set(ledger: dict[str, Any]) -> None:
     """One line a budget: recall and false hits of each split (the test split's as counts)."""
+    splits = list(ledger["splits"])
     rows = [
         [
             f"{entry['budget']:g}" + (" (default)" if entry["default"] else ""),
             f"{entry['threshold']:g}",
             *(
                 cell
-                for split in ("tune", "test")
+                for split in splits
                 for cell in (
                     f"{entry[split]['correct_hits']}/{entry[split]['hit_turns']}",
                     f"{entry[split]['false_hits']}/{entry[split]['turns']}",
@@ -121,8 +122,9 @@ def _print_dev_set(ledger: dict[str, Any]) -> None:
         ]
         for entry in ledger["budgets"]
     ]
-    headers = ["BUDGET", "THRESHOLD", "TUNE_RECALL", "TUNE_FALSE_HITS", "TEST_RECALL",
-               "TEST_FALSE_HITS"]  # fmt: skip
+    headers = ["BUDGET", "THRESHOLD"]
+    for split in splits:
+        headers += [f"{split.upper()}_RECALL", f"{split.upper()}_FALSE_HITS"]
     print_table(headers, rows)
 
 
@@ -209,18 +211,26 @@ def replay_workday_dev(
         ),
     ] = REPO_PAIRS_DIR / "workday_dev.jsonl",
     out: Annotated[
-        Path,
-        typer.Option("--out", metavar="LEDGER.json", help="The ledger to write."),
-    ] = Path("ledgers") / LEDGER_NAME,
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="LEDGER.json",
+            help="The ledger to write. Default: ledgers/<FILE's stem>-ledger.json.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Play workday_dev.jsonl like a cache: all claims in one store, every turn asked at each
-    calibrated error budget; recall and false hits for the tuning and the TEST split.
+    """Play a workday-style file like a cache: all claims in one store, every turn asked at each
+    calibrated error budget; recall and false hits split by split.
 
-    The tuning split (D001-D100) was used to fit the gate; the TEST split (D101-D150) never was,
-    and its figures are kept as counts only.
+    workday_dev.jsonl's tuning split (D001-D100) was used to fit the gate; its TEST split
+    (D101-D150) never was. A training file (workday_train_a.jsonl ...) is cut in thirds by a hash
+    of each claim's id: fit, calibrate, TEST. Only a split the gate may be fitted on lists its
+    false hits; the others are kept as counts only.
     """
     if not file.is_file():
         fail(f"no workday-dev file at {file}")
+    out = out if out is not None else Path("ledgers") / ledger_name(file)
     ledger = run_with_progress(
         file.name, lambda progress: play_dev_set(file, out, progress=progress)
     )
@@ -250,10 +260,10 @@ def replay_pairs(
         list[float] | None,
         typer.Option(
             "--gate-budget",
-            min=0.0,
-            max=1.0,
-            help="The error budget to play at (repeat for several; the first one's rows are "
-            f"kept). Default: {DEFAULT_BUDGET}.",
+            callback=gate_budgets,
+            metavar="BUDGET",
+            help="The error budget to play at, one of the calibrated budgets (repeat for "
+            f"several; the first one's rows are kept). Default: {DEFAULT_BUDGET}.",
             show_default=False,
         ),
     ] = None,
@@ -311,6 +321,7 @@ def _live_chart_path(owner: str) -> Path:
 
 
 def charts(
+    ctx: typer.Context,
     ledgers: LedgersOption = Path("ledgers"),
     out: Annotated[
         Path | None,
@@ -328,7 +339,8 @@ def charts(
             "--db",
             metavar="PATH",
             help="Chart a live store instead: one owner's hit rate and cost avoided over time, "
-            "from this database's receipts.",
+            "from this database's receipts (as `staffstore --db PATH charts`; with --owner, "
+            "$STAFFSTORE_DB or the config file's db is charted too).",
             show_default=False,
         ),
     ] = None,
@@ -353,20 +365,26 @@ def charts(
     (`pip install 'staffstore[charts]'`).
 
     With `--db PATH --owner OWNER`, draw that owner's hit rate period by period and the cost
-    avoided, cumulated, over time, from the store's receipts (the figures of `staffstore
-    ledger --by`; `--since`/`--until` bound the range). The ledger prices only paid calls, so
-    an avoided call is priced at the mean known cost of the owner's paid calls in the range;
-    `--json` prints the series and that price. Only the named owner's receipts are read.
+    paid and cost avoided, cumulated, over time, from the store's receipts (the figures of
+    `staffstore ledger --by`; `--since`/`--until` bound the range). The cost avoided is the
+    ledger's estimate: each hit at what the paid call whose answer it served cost; hits with
+    no such call on record are counted as unknown, never $0. `--json` prints the series. Only
+    the named owner's receipts are read.
     """
-    if db is not None:
+    # A database named on the command line (here or before the command) asks for a live chart;
+    # one from $STAFFSTORE_DB or the config file is the store charted when --owner asks for one,
+    # so `staffstore charts` alone still draws the replay charts wherever the variable is set.
+    source = ctx.find_root().meta.get("db_source")
+    if db is not None or source == "flag" or (owner is not None and source != "default"):
         if owner is None:
             fail("--owner is required with --db: a live chart shows one owner's receipts")
-        _live_chart(db, owner, by or "day", _utc(since), _utc(until), out, as_json=as_json)
+        database = db if db is not None else db_path(ctx)
+        _live_chart(database, owner, by or "day", since, until, out, as_json=as_json)
         return
     given = {"--owner": owner, "--by": by, "--since": since, "--until": until, "--json": as_json}
     live_only = [flag for flag, value in given.items() if value not in (None, False)]
     if live_only:
-        fail(f"{', '.join(live_only)}: only with --db (a live store's chart)")
+        fail(f"{', '.join(live_only)}: only with --db or $STAFFSTORE_DB (a live store's chart)")
     folder = out if out is not None else Path("charts")
     with user_errors():
         written = draw_charts(ledgers, folder, note=note)

@@ -220,7 +220,9 @@ def _second_look(
     if nearest:
         floor = nearest[0][1].similarity - SOFT_MARGIN
         nearest = [pair for pair in nearest if pair[1].similarity >= floor]
-    assessed = [(claim, model.assess(turn.text, claim.question)) for claim, _c in nearest]
+    # The slots and the alignment read each candidate, then the pair model those let through.
+    found = model.assess_many(turn.text, [claim.question for claim, _c in nearest])
+    assessed = [(claim, a) for (claim, _c), a in zip(nearest, found, strict=True)]
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]
     best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
     explained = best or (assessed[0] if assessed else None)

@@ -2,24 +2,26 @@
 
 A turn and a stored question are first read slot by slot (text/slots.py): a difference in a
 number, name, identifier, polarity, focus and the like makes them two questions, whatever else
-they share. Then their subjects are aligned (text/alignment.py): two words that traded places,
-a reordering beyond one moved phrase, or a word swapped for an unrelated one also make two
-questions. What remains is scored: an ensemble of small decision trees over the alignment's measures
-(gradient boosting, fitted by tools/fit_gate.py on labelled pairs) gives the probability that the
-two ask the same thing. Trees rather than one weighted sum, because what a difference means
-depends on the rest: a moved phrase is harmless in a short question and a change of roles in a
-long sentence whose words all match (held out within workday_dev's tuning split, trees
-served 186 of 400 paraphrases at the 0.5% budget where a logistic model served 60). How deep
-they grow is chosen the same way, by `tools/fit_gate.py --cross-validate`.
+they share; a slot is a veto no score overrules. Then their subjects are aligned
+(text/alignment.py), which names the words only one side has (the explanation a miss shows) and
+refuses two words that traded places or a word swapped for an unrelated one. What remains is
+scored. Two scorers exist: gradient-boosted trees over the alignment's measures (fitted by
+tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder that reads both
+questions together. The gate parameters say how they combine (PairSpec): as shipped, the pair
+model's probability is the score, and it may overrule the alignment's word-order and
+substitution refusals, because it reads word order itself; on the calibration sets that served
+43% of the in-domain paraphrases at the 0.1% budget where the trees served 16%
+(tools/fit_gate.py, PAIR_COMBINE). Parameters without a pair entry score with the trees alone.
 
 Whether that probability is enough is the user's call, made as an error budget: the share of
 turns that may be served a claim that answers another question. tools/fit_gate.py measured, on
-labelled pairs it was not fitted on, which threshold keeps false hits within each budget; the
-table ships in data/gate_params.json with the data it came from. Stored questions and stored
-statements are calibrated apart (`text_form`): each form's threshold keeps each calibration
-set's false hits among the pairs of that form within the budget, so a set's false hits as a
-whole stay within it too, and the adversarial statements of PAWS (word swaps in Wikipedia
-sentences) no longer set the threshold for questions, which none of them is.
+labelled pairs and turns it was not fitted on (the public calibration halves and the calibrate
+thirds of the engineering-question training files), which threshold keeps false hits within
+each budget; the table ships in data/gate_params.json with the data it came from. Stored
+questions and stored statements are calibrated apart (`text_form`): each form's threshold keeps
+each calibration set's false hits among the pairs of that form within the budget, so the
+adversarial statements of PAWS (word swaps in Wikipedia sentences) do not set the threshold for
+questions, which none of them is.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from ..text.alignment import (
     topic_read,
 )
 from ..text.slots import differences
+from .pair_model import PairModel, default_pair_model
 
 #: The default error budget: at most one turn in a thousand served another question's answer.
 DEFAULT_BUDGET = 0.001
@@ -66,6 +69,9 @@ class Assessment:
     asked_only: tuple[str, ...] = ()
     stored_only: tuple[str, ...] = ()
     probability: float | None = None
+    #: The trees' and the pair model's own probabilities, when each scored the pair.
+    tree_probability: float | None = None
+    pair_probability: float | None = None
 
 
 #: What a stored text is, for the calibration: a question, or anything else.
@@ -115,6 +121,70 @@ class Trees:
         return total
 
 
+#: How many pair-model scores a process keeps (turns repeat; each entry is two texts).
+_PAIR_CACHE = 65_536
+
+#: The alignment's refusals a pair model may be allowed to overrule: a word swapped for an
+#: unrelated one (`substitution`), and words in another order where no two of them traded
+#: places (`reordering`: a moved phrase, a possessive). Two words that traded places ("from
+#: Boston to Denver" / "from Denver to Boston") stay refused whatever it says, as every slot
+#: does: on PAWS's calibration half 1,078 of the 1,195 pairs refused so are different.
+OVERRULABLE = frozenset({"substitution", "reordering"})
+
+
+def refusal_kind(assessment: Assessment) -> str | None:
+    """Which overrulable refusal an assessment is, if any (a word-order refusal names the
+    words that traded places, and none when it is a reordering)."""
+    if assessment.reason == "substitution":
+        return "substitution"
+    if assessment.reason == "word_order" and not assessment.asked_only:
+        return "reordering"
+    return None
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """How the gate uses the pair model: which file (its SHA-256: the calibration holds only for
+    the model it was made with), how its probability joins the trees', and which refusals of
+    the alignment it may overrule (never a slot's)."""
+
+    sha256: str
+    combine_as: Literal["max", "pair"]
+    overrules: frozenset[str]
+
+    @classmethod
+    def from_params(cls, spec: Any) -> PairSpec | None:
+        if spec is None:
+            return None
+        try:
+            combine = spec["combine"]
+            if combine not in ("max", "pair"):
+                raise GateParamsError(f"gate parameters: unknown pair combination {combine!r}")
+            overrules = frozenset(str(r) for r in spec.get("overrules", []))
+            if overrules - OVERRULABLE:
+                raise GateParamsError(
+                    "gate parameters: the pair model may overrule only the alignment's "
+                    f"refusals ({', '.join(sorted(OVERRULABLE))})"
+                )
+            return cls(str(spec["sha256"]), combine, overrules)
+        except (KeyError, TypeError) as error:
+            raise GateParamsError(f"gate parameters: pair model: {error}") from error
+
+    def combine(self, tree: float | None, pair: float) -> float:
+        if self.combine_as == "pair" or tree is None:
+            return pair
+        return max(tree, pair)
+
+    def model(self) -> PairModel:
+        model = default_pair_model()
+        if model.sha256 != self.sha256:
+            raise GateParamsError(
+                "the gate was calibrated with another pair model than the one shipped "
+                f"({self.sha256[:12]} against {model.sha256[:12]}): refit with tools/fit_gate.py"
+            )
+        return model
+
+
 class GateModel:
     """The fitted score and its calibration."""
 
@@ -138,8 +208,10 @@ class GateModel:
         if not self.points:
             raise GateParamsError("gate parameters: no calibrated budget")
         self.params = params
+        self.pair = PairSpec.from_params(params.get("pair"))
         # Turns repeat, and so do the pairs the second look reads: keep what it found.
-        self.assess = lru_cache(maxsize=65_536)(self._assess)  # type: ignore[method-assign]
+        self._tree_assess = lru_cache(maxsize=65_536)(self._assess)
+        self._pair_scores: dict[tuple[str, str], float] = {}
 
     def probability(self, values: list[float]) -> float:
         if len(values) != len(FEATURES):
@@ -174,7 +246,38 @@ class GateModel:
 
     def assess(self, asked: str, stored: str) -> Assessment:
         """Whether a turn may ask what a stored question asks, and how likely it is to."""
-        return self._assess(asked, stored)
+        return self.assess_many(asked, [stored])[0]
+
+    def assess_many(self, asked: str, stored: Sequence[str]) -> list[Assessment]:
+        """`assess` for several stored questions: the slots and the alignment read each, then
+        the pair model reads those they let through (each pair alone), and the calibrated score is
+        the two probabilities combined as the parameters say."""
+        found = [self._tree_assess(asked, text) for text in stored]
+        if self.pair is None:
+            return found
+        open_ = [
+            i
+            for i, a in enumerate(found)
+            if a.reason is None or refusal_kind(a) in self.pair.overrules
+        ]
+        todo = [stored[i] for i in open_ if (asked, stored[i]) not in self._pair_scores]
+        if todo:
+            if len(self._pair_scores) > _PAIR_CACHE:
+                self._pair_scores.clear()
+            scores = self.pair.model().probabilities(asked, todo)
+            self._pair_scores.update(((asked, t), p) for t, p in zip(todo, scores, strict=True))
+        for i in open_:
+            a = found[i]
+            pair = self._pair_scores[(asked, stored[i])]
+            found[i] = Assessment(
+                None,
+                a.asked_only,
+                a.stored_only,
+                self.pair.combine(a.probability, pair),
+                tree_probability=a.probability,
+                pair_probability=pair,
+            )
+        return found
 
     def _assess(self, asked: str, stored: str) -> Assessment:
         found = differences(asked, stored)
@@ -218,7 +321,11 @@ class GateModel:
         topical = topic_read(asked, stored)
         if topical is not None:
             turn, claim = topical
-            if not (swapped(turn, claim) or reattached(turn, claim)):
+            topic_traded = swapped(turn, claim) or reattached(turn, claim)
+            if topic_traded and not traded:
+                # Words that trade places in the topic's reading are a change of roles too.
+                traded = topic_traded
+            if not topic_traded:
                 read = align(turn, claim)
                 if not reordered(turn, claim, read):
                     return turn, claim, read
@@ -235,7 +342,8 @@ def warm_up() -> None:
     """Load what the second look otherwise loads on the first turn that needs it: the
     parameters, the word tables and WordLlama's embeddings (about 0.3 s on a 2-core machine),
     so that a server can pay for it before its first request rather than during it."""
-    # Two questions that differ in a word, so the pair reaches the alignment and the embedding.
+    # Two questions that differ in a word, so the pair reaches the alignment, the embedding and
+    # the pair model.
     default_model().assess("why did the nightly backup fail?", "why did the nightly job break?")
 
 

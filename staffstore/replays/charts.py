@@ -435,6 +435,21 @@ def budget_curves(found: Ledgers) -> list[Curve]:
                 for e in found.dev.budgets
             ]
             curves.append(Curve(f"workday_dev {name}", points, split == "test"))
+    if found.workday:
+        # The training files' TEST thirds together: each third alone is a few hundred turns.
+        pooled: list[tuple[float, float, float]] = []
+        for entries in zip(*(dev.budgets for dev in found.workday), strict=True):
+            tests = [e.test for e in entries]
+            turns = sum(t.turns for t in tests)
+            hit_turns = sum(t.hit_turns for t in tests)
+            pooled.append(
+                (
+                    entries[0].budget,
+                    sum(t.false_hits for t in tests) / turns if turns else 0.0,
+                    sum(t.correct_hits for t in tests) / hit_turns if hit_turns else 0.0,
+                )
+            )
+        curves.append(Curve("workday_train TEST thirds", pooled, True))
     for ledger in found.pairs:
         if not ledger.budgets:
             continue

@@ -20,7 +20,7 @@ from ..models import Progress
 from .data import DATA_DIR
 from .pairs import default_ledger_path, run_pairs
 from .splits import Half
-from .workday_dev import LEDGER_NAME, is_dev_set, play_dev_set
+from .workday_dev import is_dev_set, ledger_name, play_dev_set
 
 #: The folder of the pair and dev sets the repository carries.
 REPO_PAIRS_DIR = DATA_DIR / "pairs"
@@ -98,7 +98,8 @@ def plan(
     found = Plan()
     for file in sorted(pairs_dir.glob("*.jsonl")):
         if is_dev_set(file):
-            found.evaluations.append(Evaluation(file, out / LEDGER_NAME, "workday_dev", budgets))
+            ledger = out / ledger_name(file)
+            found.evaluations.append(Evaluation(file, ledger, "workday_dev", budgets))
         else:
             ledger = default_ledger_path(file, out)
             found.evaluations.append(Evaluation(file, ledger, "pairs", budgets, sample=sample))

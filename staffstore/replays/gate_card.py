@@ -9,6 +9,7 @@ longer give for its budget is marked stale, so an old Quora ledger (its data is 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,15 +58,19 @@ METHOD = (
     "kept?\") are its topic, where a swapped word is a substitution, and so is a lead-in's "
     'word when the other question leaves a word out too ("about the webserver: what caused '
     'the outage?" / "what caused the scheduler outage?"). What is left is scored by '
-    "gradient-boosted decision trees ({trees}) over the alignment's measures ({features}), "
-    "fitted by `tools/fit_gate.py` and shipped as plain arrays. The user sets an error "
+    "{scorer} The user sets an error "
     "budget (the share of turns that may be served another question's answer; "
     "`--gate-budget`, default {default}); the calibration maps each budget to the lowest "
     "threshold that kept the calibration sets' added false hits within it, for a stored "
     "question and a stored statement apart (a text that ends with a question mark is a "
     "question): each calibration set's pairs of one form stay within the budget, so the set "
     "as a whole does too, and PAWS-Wiki's adversarial statements do not set the threshold "
-    "for questions."
+    "for questions. The calibration sets include the engineering questions this product "
+    "serves, written by other authors and read by nobody while the rules were written: the "
+    "calibrate thirds of `workday_train_{{a,b,c}}.jsonl`, each turn asked of a store of its "
+    "file's fit and calibrate claims (its own claim and its four nearest), a turn counted "
+    "once however many wrong claims pass. Their test thirds, workday_dev's TEST split and "
+    "Quora's TEST half are then audited against each budget below."
 )
 
 FAILURE_CLASSES = (
@@ -107,6 +112,8 @@ def _short_questions(params: dict[str, Any], default: float) -> list[str]:
     names = list(params["features"])
     if "shared_mass" not in names or set(names) - {"shared_mass"} - _ALL_ALIGNED.keys():
         return []
+    if (params.get("pair") or {}).get("combine") == "pair":
+        return []  # the trees do not decide: their bias is not the gate's
     model = GateModel(params)
 
     def score(shared: float) -> str:
@@ -121,6 +128,42 @@ def _short_questions(params: dict[str, Any], default: float) -> list[str]:
         "default budget: a short question reworded at all is seldom served at the strictest "
         "budgets."
     ]
+
+
+def _scorer(params: dict[str, Any]) -> str:
+    """What scores a pair the slots let through, as the shipped parameters say."""
+    trees = (
+        f"gradient-boosted decision trees ({_trees_shape(params)}) over the alignment's "
+        f"measures ({', '.join(params['features'])}), fitted by `tools/fit_gate.py` and shipped "
+        "as plain arrays"
+    )
+    pair = params.get("pair")
+    if not pair:
+        return trees + "."
+    model = (
+        "the pair model: all-MiniLM-L6-v2 (Apache-2.0) fine-tuned as a cross-encoder that "
+        "reads the turn and the stored question together, by `tools/fit_pair_model.py` on "
+        "workday_dev's tuning split, the training files' fit thirds, STS-B and PAWS (never "
+        "Quora or MRPC), shipped as int8 ONNX (SHA-256 "
+        f"{pair['sha256'][:12]}) and run by onnxruntime on at most the three nearest "
+        "candidates, each pair alone (in a padded batch its int8 activations would be scaled "
+        "with its neighbours')"
+    )
+    overrules = pair.get("overrules") or []
+    overruled = (
+        f"; it may overrule the alignment's {' and '.join(f'`{r}`' for r in overrules)} "
+        "refusals (a reordering being a `word_order` refusal in which no two words traded "
+        "places), since it reads the order of the words itself, but never a slot nor two "
+        "words that traded places"
+        if overrules
+        else ""
+    )
+    if pair["combine"] == "pair":
+        return (
+            f"{model}{overruled}. Its probability is the score. (The parameters also hold "
+            f"{trees}; with the pair model they do not decide.)"
+        )
+    return f"the larger of two probabilities: {model}{overruled}, and {trees}."
 
 
 def _trees_shape(params: dict[str, Any]) -> str:
@@ -157,21 +200,182 @@ def _stale(entries: Sequence[DevBudget | PairsBudget], current: Thresholds) -> b
     )
 
 
+#: How each split of a workday ledger is named in the card.
+_SPLIT_LABELS = {
+    "tune": "tune (fitted on)",
+    "fit": "fit third (fitted on)",
+    "calibrate": "calibrate third (calibrated on)",
+    "test": "TEST",
+}
+
+
+def _of_split(entry: DevBudget, split: str) -> DevSplit:
+    figures: DevSplit | None = getattr(entry, split)
+    if figures is None:
+        raise ValueError(f"a workday ledger's budget {entry.budget} lacks its {split} split")
+    return figures
+
+
 def _dev_rows(dev: DevLedger, current: Thresholds) -> list[Row]:
     rows = []
-    for split in ("tune", "test"):
+    for split in dev.splits:
         cells = {}
         for entry in dev.budgets:
-            figures: DevSplit = getattr(entry, split)
+            figures = _of_split(entry, split)
             cells[entry.budget] = (
                 figures.recall,
                 figures.false_hit_rate,
                 figures.false_hits,
                 figures.turns,
             )
-        label = "tune (fitted on)" if dev.splits[split].used_for_fitting else "TEST"
-        rows.append(Row("workday_dev", label, "shared store", cells, _stale(dev.budgets, current)))
+        label = _SPLIT_LABELS.get(split, split)
+        rows.append(Row(dev.name, label, "shared store", cells, _stale(dev.budgets, current)))
     return rows
+
+
+# -- the budget audit ---------------------------------------------------------------------------
+
+#: The confidence of the audit's upper bounds.
+AUDIT_CONFIDENCE = 0.95
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), summed in log space (n runs to tens of thousands)."""
+    if p <= 0.0:
+        return 1.0
+    if p >= 1.0:
+        return 1.0 if k >= n else 0.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    total = 0.0
+    for i in range(k + 1):
+        log_term = (
+            math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+            + i * log_p + (n - i) * log_q
+        )  # fmt: skip
+        total += math.exp(log_term)
+    return min(total, 1.0)
+
+
+def upper_bound(false_hits: int, queries: int, confidence: float = AUDIT_CONFIDENCE) -> float:
+    """The one-sided Clopper-Pearson upper bound on a false-hit rate: the largest rate under
+    which seeing at most `false_hits` of `queries` still has probability 1 - confidence."""
+    if queries <= 0:
+        return 1.0
+    if false_hits >= queries:
+        return 1.0
+    low, high = false_hits / queries, 1.0
+    for _ in range(60):  # bisection to well below the 0.01% the card prints
+        mid = (low + high) / 2
+        if _binomial_cdf(false_hits, queries, mid) > 1.0 - confidence:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One test split's false hits at each budget: budget -> (false hits, queries)."""
+
+    name: str
+    counts: dict[float, tuple[int, int]]
+
+
+def audit_verdict(false_hits: int, queries: int, budget: float) -> str:
+    """`exceeded` when the split's false-hit rate is over the budget; `holds` when even the
+    upper bound is within it; else `within, unconfirmed` (too few queries to show it holds)."""
+    if false_hits / queries > budget:
+        return "exceeded"
+    if upper_bound(false_hits, queries) <= budget:
+        return "holds"
+    return "within, unconfirmed"
+
+
+def _audit_rows(ledgers: Ledgers) -> list[AuditRow]:
+    """Every test split the ledgers hold: workday_dev TEST, each training file's TEST third and
+    the three together, and Quora's TEST half (each pair alone, as the budget is calibrated)."""
+    rows = []
+
+    def dev_counts(dev: DevLedger) -> dict[float, tuple[int, int]]:
+        return {e.budget: (e.test.false_hits, e.test.turns) for e in dev.budgets}
+
+    if ledgers.dev is not None:
+        rows.append(AuditRow("workday_dev TEST", dev_counts(ledgers.dev)))
+    for dev in ledgers.workday:
+        rows.append(AuditRow(f"{dev.name} TEST third", dev_counts(dev)))
+    if len(ledgers.workday) > 1:
+        pooled: dict[float, tuple[int, int]] = {}
+        for dev in ledgers.workday:
+            for budget, (false, turns) in dev_counts(dev).items():
+                old = pooled.get(budget, (0, 0))
+                pooled[budget] = (old[0] + false, old[1] + turns)
+        names = "/".join(d.name.removeprefix("workday_train_") for d in ledgers.workday)
+        rows.append(AuditRow(f"workday_train_{{{names}}} TEST thirds together", pooled))
+    quora = _find(ledgers, "qqp_pool", "test")
+    if quora is not None and quora.budgets:
+        mode = "isolated" if "isolated" in quora.modes else next(iter(quora.modes))
+        rows.append(
+            AuditRow(
+                f"Quora qqp_pool TEST half ({mode})",
+                {
+                    e.budget: (e.modes[mode].false_hits, e.modes[mode].queries)
+                    for e in quora.budgets
+                    if mode in e.modes
+                },
+            )
+        )
+    return rows
+
+
+def _audit(ledgers: Ledgers, budgets: Sequence[float], default: float) -> list[str]:
+    """The budget audit: each budget beside the false-hit rate every test split measured."""
+    rows = _audit_rows(ledgers)
+    if not rows:
+        return []
+    exceeded = sorted(
+        {
+            budget
+            for row in rows
+            for budget, (false, n) in row.counts.items()
+            if n and audit_verdict(false, n, budget) == "exceeded"
+        }
+    )
+    summary = (
+        "**Exceeded** at "
+        + ", ".join(percent(b, 1) for b in exceeded)
+        + ": at those budgets at least one test split was served more false hits than the "
+        "budget allows."
+        if exceeded
+        else "No test split exceeds its budget."
+    )
+    table = []
+    for row in rows:
+        cells = []
+        for budget in budgets:
+            if budget not in row.counts or not row.counts[budget][1]:
+                cells.append("-")
+                continue
+            false, n = row.counts[budget]
+            verdict = audit_verdict(false, n, budget)
+            shown = "**EXCEEDED**" if verdict == "exceeded" else verdict
+            cells.append(
+                f"{false}/{n:,} = {rate(false / n)} (<= {rate(upper_bound(false, n))}): {shown}"
+            )
+        table.append([row.name, *cells])
+    headers = ["test split", *(
+        f"{percent(b, 1)}{' (default)' if b == default else ''}" for b in budgets
+    )]  # fmt: skip
+    return [
+        "",
+        "**Budget audit.** A budget is a promise: at most that share of turns served another "
+        "question's answer. Each cell is a test split's false hits / queries = rate (<= its "
+        f"one-sided {percent(AUDIT_CONFIDENCE, 0)} Clopper-Pearson upper bound): "
+        "`holds` when even the bound is within the budget, `within, unconfirmed` when the rate "
+        "is but the split is too small to show it, **EXCEEDED** when the rate is over it. "
+        "Nothing in these splits was fitted or calibrated on. " + summary,
+        "",
+        *_table(headers, table, "l" + "r" * len(budgets)),
+    ]
 
 
 def _pairs_rows(ledger: PairsLedger, name: str, current: Thresholds) -> list[Row]:
@@ -228,7 +432,8 @@ def _fitted_with(releases: dict[str, str]) -> list[str]:
 def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float) -> str | None:
     """The gate card for these ledgers and the shipped gate parameters; None when the ledgers
     hold none of its data sets."""
-    if ledgers.dev is None and not any(_find(ledgers, s, h) for s, h, _ in PAIR_SETS):
+    pairs = any(_find(ledgers, s, h) for s, h, _ in PAIR_SETS)
+    if ledgers.dev is None and not ledgers.workday and not pairs:
         return None
     calibration = sorted(params["calibration"], key=lambda point: point["budget"])
     # Read by the model, which knows a file calibrated before the forms were told apart.
@@ -242,12 +447,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         "Generated by `staffstore report` from `staffstore/gate/data/gate_params.json` and the "
         "ledgers; no figure below is typed by hand.",
         "",
-        "**Method.** "
-        + METHOD.format(
-            features=", ".join(params["features"]),
-            trees=_trees_shape(params),
-            default=percent(default, 1),
-        ),
+        "**Method.** " + METHOD.format(scorer=_scorer(params), default=percent(default, 1)),
         "",
         "**Fitted on** (filler words and the trees):",
         "",
@@ -284,9 +484,12 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         ],
         "lrr" + "r" * len(cal_sets),
     )
+    lines += _audit(ledgers, budgets, default)
     rows: list[Row] = []
     if ledgers.dev is not None:
         rows += _dev_rows(ledgers.dev, current)
+    for dev in ledgers.workday:
+        rows += _dev_rows(dev, current)
     for stem, half, name in PAIR_SETS:
         found = _find(ledgers, stem, half)
         if found is not None:
@@ -335,8 +538,8 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
 def _provenance(ledgers: Ledgers) -> list[str]:
     """Which data each ledger measured, so a ledger left from other data is visible."""
     items = []
-    if ledgers.dev is not None:
-        items.append(f"`{ledgers.dev.file}` {ledgers.dev.sha256[:12]}")
+    for dev in ([ledgers.dev] if ledgers.dev is not None else []) + ledgers.workday:
+        items.append(f"`{dev.file}` {dev.sha256[:12]}")
     for stem, half, _name in PAIR_SETS:
         found = _find(ledgers, stem, half)
         if found is not None:
@@ -348,9 +551,12 @@ def _provenance(ledgers: Ledgers) -> list[str]:
 def _dev_styles(dev: DevLedger) -> list[str]:
     """workday_dev at the default budget, style by style: counts for both splits."""
     entry = next((e for e in dev.budgets if e.default), dev.budgets[0])
-    hit_styles = sorted(set(entry.tune.recall_by_style) | set(entry.test.recall_by_style))
+    hit_styles = sorted(
+        set(_of_split(entry, "tune").recall_by_style) | set(entry.test.recall_by_style)
+    )
     miss_styles = sorted(
-        set(entry.tune.false_hits_by_miss_style) | set(entry.test.false_hits_by_miss_style)
+        set(_of_split(entry, "tune").false_hits_by_miss_style)
+        | set(entry.test.false_hits_by_miss_style)
     )
 
     def hits(split: DevSplit, style: str) -> str:
@@ -364,14 +570,14 @@ def _dev_styles(dev: DevLedger) -> list[str]:
     loosest = max(dev.budgets, key=lambda e: e.budget)
     return [
         f"workday_dev by style at the default budget ({percent(entry.budget, 1)}; hits served "
-        f"by the strict test / the second look: tune {entry.tune.strict_hits} / "
-        f"{entry.tune.second_look_hits}, TEST {entry.test.strict_hits} / "
+        f"by the strict test / the second look: tune {_of_split(entry, 'tune').strict_hits} / "
+        f"{_of_split(entry, 'tune').second_look_hits}, TEST {entry.test.strict_hits} / "
         f"{entry.test.second_look_hits}) and, for false hits, at the loosest "
         f"({percent(loosest.budget, 1)}):",
         "",
         *_table(
             ["hit style", "tune: served own claim", "TEST: served own claim"],
-            [[s, hits(entry.tune, s), hits(entry.test, s)] for s in hit_styles],
+            [[s, hits(_of_split(entry, "tune"), s), hits(entry.test, s)] for s in hit_styles],
             "lrr",
         ),
         "",
@@ -386,9 +592,9 @@ def _dev_styles(dev: DevLedger) -> list[str]:
             [
                 [
                     s,
-                    false(entry.tune, s),
+                    false(_of_split(entry, "tune"), s),
                     false(entry.test, s),
-                    false(loosest.tune, s),
+                    false(_of_split(loosest, "tune"), s),
                     false(loosest.test, s),
                 ]
                 for s in miss_styles
@@ -396,9 +602,9 @@ def _dev_styles(dev: DevLedger) -> list[str]:
             + [
                 [
                     "hit turn served another claim",
-                    str(entry.tune.wrong_claim_hits),
+                    str(_of_split(entry, "tune").wrong_claim_hits),
                     str(entry.test.wrong_claim_hits),
-                    str(loosest.tune.wrong_claim_hits),
+                    str(_of_split(loosest, "tune").wrong_claim_hits),
                     str(loosest.test.wrong_claim_hits),
                 ]
             ],
@@ -412,17 +618,19 @@ def _observed(dev: DevLedger) -> list[str]:
     budget, and the near-miss styles served at any budget (both splits' counts summed)."""
     default = next((e for e in dev.budgets if e.default), dev.budgets[0])
     served: dict[str, tuple[int, int]] = {}
-    for split in (default.tune, default.test):
+    for split in (_of_split(default, "tune"), default.test):
         for style, s in split.recall_by_style.items():
             hits, turns = served.get(style, (0, 0))
             served[style] = (hits + s.correct_hits, turns + s.turns)
     weakest = sorted(served.items(), key=lambda item: item[1][0] / item[1][1])[:4]
     through: list[str] = []
-    for style in sorted({st for e in dev.budgets for st in e.tune.false_hits_by_miss_style}):
+    for style in sorted(
+        {st for e in dev.budgets for st in _of_split(e, "tune").false_hits_by_miss_style}
+    ):
         for entry in sorted(dev.budgets, key=lambda e: e.budget):
             count = sum(
                 split.false_hits_by_miss_style[style].false_hits
-                for split in (entry.tune, entry.test)
+                for split in (_of_split(entry, "tune"), entry.test)
                 if style in split.false_hits_by_miss_style
             )
             if count:

@@ -27,6 +27,8 @@ CARD_START = "<!-- gate-card:start -->"
 CARD_END = "<!-- gate-card:end -->"
 PAIRS_GLOB = "pairs-*-ledger.json"
 DEV_LEDGER = "workday_dev-ledger.json"
+#: The workday training files' ledgers (each file's fit, calibrate and TEST thirds).
+TRAIN_GLOB = "workday_train_*-ledger.json"
 
 LedgerT = TypeVar("LedgerT", bound=BaseModel)
 
@@ -157,7 +159,10 @@ class DevBudget(BaseModel):
     threshold: float
     statement_threshold: float | None = None
     default: bool
-    tune: DevSplit
+    # workday_dev has a tuning and a TEST split; a training file fit, calibrate and TEST thirds.
+    tune: DevSplit | None = None
+    fit: DevSplit | None = None
+    calibrate: DevSplit | None = None
     test: DevSplit
 
 
@@ -169,7 +174,7 @@ class DevSplitInfo(BaseModel):
 
 
 class DevLedger(BaseModel):
-    """The workday-dev replay's ledger (workday_dev-ledger.json)."""
+    """A workday replay's ledger (workday_dev-ledger.json, workday_train_a-ledger.json, ...)."""
 
     name: str
     file: str
@@ -255,6 +260,8 @@ class Ledgers:
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The workday-dev replay's ledger, when present.
     dev: DevLedger | None = None
+    #: The workday training files' ledgers, in file order.
+    workday: list[DevLedger] = field(default_factory=list)
 
 
 def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
@@ -291,6 +298,8 @@ def read_ledgers(folder: Path) -> Ledgers:
             found.missing.append(path.name)
     for path in sorted(folder.glob(PAIRS_GLOB)):
         found.pairs.append(read_ledger(path, PairsLedger))
+    for path in sorted(folder.glob(TRAIN_GLOB)):
+        found.workday.append(read_ledger(path, DevLedger))
     for name in ("store", "proxy"):
         path = folder / f"bench-{name}.json"
         if path.exists():
@@ -298,7 +307,7 @@ def read_ledgers(folder: Path) -> Ledgers:
                 found.benchmarks[name] = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise InputError(f"cannot read {path}: {error}") from None
-    nothing = not (found.replays or found.pairs or found.jobs or found.wakeups)
+    nothing = not (found.replays or found.pairs or found.jobs or found.wakeups or found.workday)
     if nothing and found.dev is None:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
     return found

@@ -3,12 +3,17 @@
 tools/fit_gate.py fits and calibrates the gate on one part of each set and the replays report
 the other. Both read the split from here, so a figure called "test" is always measured on data
 the fitting never saw. A pair file's halves come from a SHA-256 of each pair's id, so they never
-depend on file order; workday_dev.jsonl's split is the one its README suggests.
+depend on file order; workday_dev.jsonl's split is the one its README suggests, and every other
+workday-style file (workday_train_{a,b,c}.jsonl) is cut in thirds by a SHA-256 of each claim's
+id, as the training data's README says: fit, calibrate, test. The rule is fixed here before
+anyone read the thirds' errors, and a test split's errors are never listed in a ledger.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterable
 from typing import Literal
 
 Half = Literal["calibration", "test", "all"]
@@ -20,7 +25,7 @@ HALF_NUMBER: dict[str, int] = {"calibration": 0, "test": 1}
 
 HALF_RULE = "int(sha256(str(id)).hexdigest(), 16) % 2: 0 = calibration half, 1 = test half"
 
-Split = Literal["tune", "test"]
+Split = Literal["tune", "fit", "calibrate", "test"]
 
 #: What each part of workday_dev.jsonl is, as the ledgers and the gate card say it.
 WORKDAY_SPLITS: dict[Split, str] = {
@@ -52,3 +57,38 @@ def workday_split(claim: str | None, turn: str | None = None) -> Split:
     if turn is None:
         raise ValueError("an unrelated turn needs its own id to be split")
     return "tune" if int(turn.lstrip("U")) % 2 == 1 else "test"
+
+
+#: The thirds of a workday-style training file, by `int(sha256(id), 16) % 3`.
+THIRDS: tuple[Split, ...] = ("fit", "calibrate", "test")
+
+THIRDS_RULE = (
+    "int(sha256(claim id).hexdigest(), 16) % 3: 0 = fit, 1 = calibrate, 2 = test; a turn goes "
+    "with its claim, an unrelated turn by its own id"
+)
+
+#: What each third is, as the ledgers and the gate card say it.
+THIRD_SPLITS: dict[Split, str] = {
+    "fit": "fitting third (" + THIRDS_RULE + "); the gate may be fitted on it",
+    "calibrate": "calibration third: the error budgets' thresholds are chosen on it",
+    "test": "TEST third: never fitted or calibrated on; counts only",
+}
+
+
+def workday_third(claim: str | None, turn: str | None = None) -> Split:
+    """The third of a workday-style training file a claim (by its id) or a turn (by its claim,
+    or, for an unrelated turn, by its own id) belongs to."""
+    key = claim if claim is not None else turn
+    if key is None:
+        raise ValueError("an unrelated turn needs its own id to be split")
+    return THIRDS[int(hashlib.sha256(key.encode()).hexdigest(), 16) % 3]
+
+
+_DEV_CLAIM = re.compile(r"D\d+")
+
+
+def is_workday_dev(claim_ids: Iterable[str]) -> bool:
+    """Whether a workday-style file is laid out as workday_dev (claims D001, D002, ..., split
+    tune/TEST by number) rather than as a training file (A001, B001, ...) cut in thirds."""
+    ids = list(claim_ids)
+    return bool(ids) and all(_DEV_CLAIM.fullmatch(cid) for cid in ids)

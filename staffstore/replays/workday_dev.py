@@ -1,11 +1,13 @@
-"""The workday-dev replay: workday_dev.jsonl played like a cache, split by split, budget by budget.
+"""The workday replays: a workday-style file played like a cache, split by split, budget by budget.
 
-All 150 claims go into one owner's store on a temporary SQLite file; every turn is asked through
-query_first against the whole store, once per calibrated error budget. A hit turn is correct only
-when its own claim is served; serving anything to a miss turn, or another claim to a hit turn, is
-a false hit (the file's README scores it so). Figures are kept apart for the tuning split, which
-tools/fit_gate.py fitted the gate on, and the TEST split, which nothing was tuned on. For the
-test split the ledger holds counts only: a listing of its errors would invite tuning on it.
+All of a file's claims go into one owner's store on a temporary SQLite file; every turn is asked
+through query_first against the whole store, once per calibrated error budget. A hit turn is
+correct only when its own claim is served; serving anything to a miss turn, or another claim to
+a hit turn, is a false hit (the files' READMEs score it so). Figures are kept apart by split
+(splits.py): workday_dev.jsonl's tuning split, which tools/fit_gate.py fitted the gate on, and
+its TEST split; a training file's fit, calibrate and TEST thirds. Only a split the gate may be
+fitted on lists its false hits turn by turn: a listing of a calibration or test split's errors
+would invite tuning on it, so those hold counts only.
 """
 
 from __future__ import annotations
@@ -26,13 +28,47 @@ from ..gate.scoring import DEFAULT_BUDGET, default_model
 from ..models import Decision, NewClaim, Progress, Turn
 from ..store import StaffStore
 from .pairs import file_sha256
-from .splits import WORKDAY_SPLITS, Split, workday_split
+from .splits import (
+    THIRD_SPLITS,
+    THIRDS,
+    WORKDAY_SPLITS,
+    Split,
+    is_workday_dev,
+    workday_split,
+    workday_third,
+)
 
 #: The clock the replay runs at, so claims never expire mid-run and runs repeat exactly.
 _CLOCK = datetime(2026, 1, 1, tzinfo=UTC)
 OWNER = "workday-dev"
-LEDGER_NAME = "workday_dev-ledger.json"
 SPLITS: tuple[Split, ...] = ("tune", "test")
+#: The splits whose false hits a ledger may list: those the gate may be fitted on.
+LISTED: frozenset[Split] = frozenset({"tune", "fit"})
+
+
+@dataclass(frozen=True)
+class SplitScheme:
+    """How one workday-style file is split: the split of each claim or turn, and what each is."""
+
+    splits: tuple[Split, ...]
+    what: dict[Split, str]
+
+    def of(self, claim: str | None, turn: str | None = None) -> Split:
+        if self.splits == SPLITS:
+            return workday_split(claim, turn)
+        return workday_third(claim, turn)
+
+
+def split_scheme(claim_ids: list[str]) -> SplitScheme:
+    """workday_dev's tune/TEST split, or a training file's thirds."""
+    if is_workday_dev(claim_ids):
+        return SplitScheme(SPLITS, dict(WORKDAY_SPLITS))
+    return SplitScheme(THIRDS, dict(THIRD_SPLITS))
+
+
+def ledger_name(path: Path) -> str:
+    """The ledger a workday-style file's replay writes: workday_dev-ledger.json and the like."""
+    return f"{path.stem}-ledger.json"
 
 
 class DevClaim(BaseModel):
@@ -80,7 +116,7 @@ def read_dev_set(path: Path) -> DevSet:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot read {path}: {error}") from None
     claims: list[DevClaim] = []
-    turns: list[DevTurn] = []
+    turns: list[tuple[int, DevTurn]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -93,19 +129,25 @@ def read_dev_set(path: Path) -> DevSet:
                 turn = DevTurn.model_validate(row)
                 if turn.label not in ("hit", "miss"):
                     raise ValueError("label must be hit or miss")
-                workday_split(turn.claim, turn.id)  # an id that names no split fails here
-                turns.append(turn)
+                turns.append((number, turn))
             else:
                 raise ValueError("kind must be claim or turn")
         except (json.JSONDecodeError, ValidationError, ValueError) as error:
             raise InputError(f"{path}:{number}: not a claim or turn line: {error}") from None
+    # The split scheme follows from the claims' ids, so turns are checked once all are read.
+    scheme = split_scheme([claim.id for claim in claims])
+    for number, turn in turns:
+        try:
+            scheme.of(turn.claim, turn.id)  # an id that names no split fails here
+        except ValueError as error:
+            raise InputError(f"{path}:{number}: not a claim or turn line: {error}") from None
     known = {claim.id for claim in claims}
-    unknown = sorted({t.claim for t in turns if t.claim is not None and t.claim not in known})
+    unknown = sorted({t.claim for _, t in turns if t.claim is not None and t.claim not in known})
     if unknown:
         raise InputError(f"{path}: turns name claims the file does not hold: {unknown[:5]}")
     if not claims or not turns:
         raise InputError(f"{path} holds no claims or no turns")
-    return DevSet(claims, turns)
+    return DevSet(claims, [turn for _, turn in turns])
 
 
 def _verdict(turn: DevTurn, decision: Decision, claim_ids: dict[str, str]) -> str:
@@ -177,6 +219,7 @@ async def play_dev_set(
     """Play a workday_dev-style file at each budget (default: every calibrated one); write and
     return the ledger. `progress` is told the turns played."""
     data = read_dev_set(path)
+    scheme = split_scheme([claim.id for claim in data.claims])
     model = default_model()
     chosen = sorted(set(model.budgets) | {DEFAULT_BUDGET}) if budgets is None else budgets
     if not chosen:
@@ -200,7 +243,7 @@ async def play_dev_set(
             }
             questions = {c.id: c.question for c in data.claims}
             for played, turn in enumerate(data.turns, start=1):
-                split = workday_split(turn.claim, turn.id)
+                split = scheme.of(turn.claim, turn.id)
                 for budget in chosen:
                     decision = await query_first(
                         store, Turn(owner=OWNER, text=turn.text, now=_CLOCK, gate_budget=budget)
@@ -220,26 +263,27 @@ async def play_dev_set(
                     )  # fmt: skip
                 if progress is not None:
                     progress(played, len(data.turns))
-    claims_by_split = Counter(workday_split(c.id) for c in data.claims)
+    claims_by_split = Counter(scheme.of(c.id) for c in data.claims)
     ledger: dict[str, Any] = {
-        "name": "workday_dev",
+        "name": "workday_dev" if scheme.splits == SPLITS else path.stem,
         "file": path.name,
         "sha256": file_sha256(path),
         "splits": {
             split: {
-                "what": WORKDAY_SPLITS[split],
-                "used_for_fitting": split == "tune",
+                "what": scheme.what[split],
+                "used_for_fitting": split in LISTED,
                 "claims": claims_by_split[split],
                 "turns": sum(1 for r in rows[chosen[0]] if r["split"] == split),
             }
-            for split in SPLITS
+            for split in scheme.splits
         },
         "store": f"all {len(data.claims)} claims under one owner; every turn asked against "
         "the whole store",
         "scoring": "a hit turn is correct only when its own claim is served; serving any claim "
         "to a miss turn, or another claim to a hit turn, is a false hit; rates are shares of "
         "the split's turns (recall: of its hit turns)",
-        "test_listing": "withheld: the TEST split is reported as counts only",
+        "test_listing": "withheld: only a split the gate may be fitted on lists its false "
+        "hits; the others are reported as counts only",
         "default_budget": DEFAULT_BUDGET,
         "budgets": [
             {
@@ -249,9 +293,9 @@ async def play_dev_set(
                 **{
                     split: _split_summary(
                         [r for r in rows[budget] if r["split"] == split],
-                        listing=split == "tune",
+                        listing=split in LISTED,
                     )
-                    for split in SPLITS
+                    for split in scheme.splits
                 },
             }
             for budget in chosen

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 
 from .interning import share_empty_sets
@@ -149,7 +150,12 @@ _DEICTIC = re.compile(
     r"(?:\d+\s+)?(?:week|month|year|quarter|sprint|release|weekend|night|morning|day|hour)s?|"
     r"\d+\s+(?:day|week|month|year|hour)s?\s+ago|so far|right now)\b"
 )
-_DEICTIC_FOLD = {"past": "last", "previous": "last", "coming": "next"}
+_DEICTIC_FOLD = {
+    "past": "last", "previous": "last", "coming": "next",
+    # "the last 7 day" is a slip for "the last 7 days": a unit is one word, in either number.
+    **{f"{unit}s": unit for unit in
+       "week month year quarter sprint release weekend night morning day hour".split()},
+}  # fmt: skip
 _FREQUENCY = [
     (name, re.compile(pattern))
     for name, pattern in (
@@ -175,8 +181,9 @@ _TAG_QUESTION = re.compile(r",?\s*(?:or not|true or false|yes or no|right|correc
 _AUX = r"(?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had|am|'s|'re)"
 _FOCUS_PATTERNS = [
     ("why", r"\bwhy\b|\bhow come\b|\bcaus(?:e|ed|es|ing)\b|\breasons?\b|\bbehind\b|"
-            r"\bwent wrong\b|\bgoing wrong\b|\bprompted\b|\bwhat made\b|\bwhat is making\b|"
-            r"\bwhat's making\b|\bled to\b|\bexplanation\b|\bresponsible for\b|"
+            r"\bwent wrong\b|\bgoing wrong\b|\bprompted\b|\bwhat (?:made|makes)\b|"
+            r"\bwhat is making\b|\bwhat's making\b|\bled to\b|\bexplanation\b|"
+            r"\bresponsible for\b|"
             r"\bwhat grounds\b"),
     # "what day-30 retention" asks for a retention figure, not a day.
     ("when", rf"\bwhen\s+{_AUX}\b|^when\b|\bwhat (?:time|date|day)\b(?!-)|"
@@ -228,6 +235,18 @@ _A_THING = frozenset({"what", "which"})
 _CALENDAR = frozenset(MONTHS) - {"may"} | frozenset((*WEEKDAYS, *"q1 q2 q3 q4 h1 h2".split()))
 #: The superlatives not spelled with -est: "the best PepsiCo products" are some of them.
 _IRREGULAR_SUPERLATIVES = frozenset({"best", "worst"})
+#: Superlatives that name one degree, read as that degree: "the newest release" is "the latest
+#: release", "the lowest supported version" "the minimum supported version".
+_DEGREE_OF = {
+    "newest": "latest", "biggest": "most", "largest": "most", "highest": "most",
+    "greatest": "most", "smallest": "least", "lowest": "least", "fewest": "least",
+}  # fmt: skip
+#: Words that say a degree without being superlatives; one may stand for a superlative of its
+#: degree on the other side, though alone they make no degree slot.
+_DEGREE_WORDS = {
+    "latest": "latest", "most": "most", "maximum": "most", "max": "most", "least": "least",
+    "minimum": "least", "min": "least",
+}  # fmt: skip
 _NOT_SUPERLATIVE = frozenset(
     "request interest latest test suggest digest contest harvest forest manifest honest modest "
     "invest ingest protest rest west guest quest nest chest attest arrest unrest".split()
@@ -262,6 +281,8 @@ class Slots:
     identifiers: frozenset[str]
     superlatives: frozenset[str]
     names: frozenset[str]
+    #: The degrees its plain words name ("most", "minimum", "latest"): see _DEGREE_WORDS.
+    degree_words: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         share_empty_sets(self)
@@ -539,6 +560,54 @@ _LETTER_PAIR = re.compile(r"^[a-z]/[a-z]$")
 _WORD_HYPHEN_NUMBER = re.compile(r"^([a-z]+)-(\d+)$")
 
 
+_MONTH_NUMBER = {
+    name: number
+    for number, names in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+        start=1,
+    )
+    for name in (names,)
+}
+_MONTH_NAME = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+# A full date written three ways, each read as the ISO date it names: "March 4, 2025" and
+# "4 March 2025" (a month's name), "3/4/25" and "3/4/2025" (month first, as US teams write
+# it). A closed class of calendar notation: the same day is one number, whatever the spelling.
+_FULL_DATES = (
+    (re.compile(rf"\b{_MONTH_NAME}\s+(\d{{1,2}}){_ORDINAL},?\s+(\d{{4}})\b", re.I), "mdy"),
+    (
+        re.compile(rf"\b(\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?{_MONTH_NAME},?\s+(\d{{4}})\b", re.I),
+        "dmy",
+    ),
+    (re.compile(r"(?<![\w/.-])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\w/.-])"), "numeric"),
+)
+
+
+def _iso_date(match: re.Match[str], form: str) -> str:
+    """The ISO form of a date a _FULL_DATES pattern found, or the text as it was when it names
+    no day of the calendar ("February 30, 2025")."""
+    if form == "mdy":
+        month, day, year = _MONTH_NUMBER[match[1][:3].lower()], int(match[2]), int(match[3])
+    elif form == "dmy":
+        day, month, year = int(match[1]), _MONTH_NUMBER[match[2][:3].lower()], int(match[3])
+    else:
+        month, day, year = int(match[1]), int(match[2]), int(match[3])
+        year += 2000 if year < 100 else 0
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return match[0]
+
+
+def with_iso_dates(text: str) -> str:
+    """`text` with each full date it spells written as an ISO date ("March 4, 2025" ->
+    "2025-03-04"), so the number slot compares days, not spellings."""
+    for pattern, form in _FULL_DATES:
+        if pattern.search(text):
+            text = pattern.sub(lambda m, f=form: _iso_date(m, f), text)  # type: ignore[misc]
+    return text
+
+
 def _fold_number(key: str) -> str:
     return _WORD_HYPHEN_NUMBER.sub(r"\1\2", key)
 
@@ -564,6 +633,14 @@ def slots(text: str) -> Slots:
     polar = [(w, _polar_places(w)) for w in re.findall(r"[a-z]+", polar_text)]
     # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
     dated = bool(_MONTH_DAY.search(low))
+    # The numbers are read with full dates in ISO form: "March 4, 2025" is "2025-03-04".
+    iso = with_iso_dates(text)
+    if iso != text:
+        iso_low = " ".join(prepare(iso).lower().split())
+        number_words = words(iso)
+        number_surfaces = [t.surface for t in number_words]
+    else:
+        iso_low, number_words, number_surfaces = low, toks, surfaces
     return Slots(
         focus=focus(text),
         negation=bool(NEGATION.search(low)),
@@ -580,9 +657,9 @@ def slots(text: str) -> Slots:
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
         numbers=tuple(
             sorted(
-                [_fold_number(t.key) for t in toks if t.kind == "id" and _is_number(t.key)]
-                + [s for s in surfaces if s in _CALENDAR and not (dated and s in WEEKDAYS)]
-                + ["may"] * len(re.findall(r"\bmay\s+\d", low))
+                [_fold_number(t.key) for t in number_words if t.kind == "id" and _is_number(t.key)]
+                + [s for s in number_surfaces if s in _CALENDAR and not (dated and s in WEEKDAYS)]
+                + ["may"] * len(re.findall(r"\bmay\s+\d", iso_low))
             )
         ),
         identifiers=frozenset(
@@ -591,12 +668,67 @@ def slots(text: str) -> Slots:
             if t.kind == "id" and not _is_number(t.key) and not _LETTER_PAIR.match(t.key)
         ),
         superlatives=frozenset(
-            s
+            _DEGREE_OF.get(s, s)
             for s in surfaces
             if (len(s) > 4 and s.endswith("est") and s not in _NOT_SUPERLATIVE)
             or s in _IRREGULAR_SUPERLATIVES
         ),
         names=names(text),
+        degree_words=frozenset(_DEGREE_WORDS[s] for s in surfaces if s in _DEGREE_WORDS),
+    )
+
+
+#: The negators that turn a verb into its opposite ("did not pass" is "failed"); "without" and
+#: "no" negate a thing, not the verb.
+_VERB_NEGATORS = frozenset({"not", "never"})
+#: The polarity row of pass / fail, and its fail side.
+_FAIL = next((row, 1) for row, (_yes, no) in enumerate(_POLARITY_ROWS) if "fail" in no.split())
+#: The rows of two states with nothing between them, where "not" one is the other: a check
+#: that did not pass failed, a flag not enabled is disabled. Elsewhere it is not so: a job that
+#: did not start never ran, where one that stopped ran first; a rate that did not rise may be
+#: flat.
+_BINARY_ROWS = frozenset(
+    row for row, (yes, _no) in enumerate(_POLARITY_ROWS) if {"pass", "enable"} & set(yes.split())
+)
+
+
+def _negators(text: str) -> list[str]:
+    return NEGATION.findall(" ".join(prepare(text).lower().split()))
+
+
+def _negated_opposite(asked: str, a: Slots, stored: str, b: Slots) -> bool:
+    """Whether one side negates a verb the other says as its opposite: "why did the model not
+    pass the gate" / "why did the model fail the gate". Both sides name exactly one polar word
+    of one row, on opposite sides, and the negated side's only negator is "not" or "never"."""
+    if a.negation == b.negation or len(a.polarity) != 1 or len(b.polarity) != 1:
+        return False
+    ((row_a, side_a),), ((row_b, side_b),) = a.polarity, b.polarity
+    if row_a != row_b or side_a == side_b or row_a not in _BINARY_ROWS:
+        return False
+    negated = asked if a.negation else stored
+    return set(_negators(negated)) <= _VERB_NEGATORS
+
+
+def _failed_to(asked: str, a: Slots, stored: str, b: Slots) -> bool:
+    """Whether the only negation is a "failed to" (or "failing to") on one side while the other
+    says the same failure ("keeps failing to renew" / "the renewal is failing"): both sides
+    carry the fail side of pass / fail."""
+    if a.negation == b.negation:
+        return False
+    negated_text, negated, other = (asked, a, b) if a.negation else (stored, b, a)
+    if _FAIL not in negated.polarity or _FAIL not in other.polarity:
+        return False
+    return all(word.startswith("fail") for word in _negators(negated_text))
+
+
+def _same_degree(a: Slots, b: Slots) -> bool:
+    """Whether two questions ask the same degree: the same superlatives, or a superlative on
+    one side that the other says with a plain word of its degree ("the biggest share of build
+    time" / "the most build time")."""
+    if a.superlatives == b.superlatives:
+        return True
+    return a.superlatives - b.superlatives <= b.degree_words and (
+        b.superlatives - a.superlatives <= a.degree_words
     )
 
 
@@ -763,9 +895,12 @@ def differences(asked: str, stored: str) -> list[Difference]:
     one_kind = ("what" in asked_for and asked_for <= _WHAT_COMPATIBLE) or asked_for <= _A_THING
     if a.focus and b.focus and not (a.focus & b.focus) and not one_kind:
         differ("focus", a.focus, b.focus)
-    if a.negation != b.negation:
+    negated_opposite = _negated_opposite(asked, a, stored, b)
+    if a.negation != b.negation and not negated_opposite and not _failed_to(asked, a, stored, b):
         differ("negation", a.negation, b.negation)
     for row in {r for r, _ in a.polarity} & {r for r, _ in b.polarity}:
+        if negated_opposite:
+            break
         if {s for r, s in a.polarity if r == row} != {s for r, s in b.polarity if r == row}:
             differ("polarity", a.polar_words, b.polar_words)
             break
@@ -781,7 +916,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("frequency", a.frequency, b.frequency)
     if a.numbers != b.numbers and not _only_lead_numbers_differ(asked, a, stored, b):
         differ("number_or_date", a.numbers, b.numbers)
-    if a.superlatives != b.superlatives:
+    if not _same_degree(a, b):
         differ("degree", a.superlatives, b.superlatives)
     ta, tb = words(asked), words(stored)
     missing_a = frozenset(n for n in a.names if not _name_covered(n, tb))

