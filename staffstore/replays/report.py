@@ -93,6 +93,8 @@ class PairsSummary(BaseModel):
     labelled_paraphrase_hits: int = 0  # ledgers written before the column existed
     false_hits_strict: int
     false_hit_rate_strict: float
+    # Ledgers written before the second look was counted apart lack it.
+    second_look_false_hits: int | None = None
 
 
 class PairsMode(BaseModel):
