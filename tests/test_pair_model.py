@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from staffstore.gate.pair_model import PairModel, PairModelError, default_pair_model
-from staffstore.gate.scoring import DEFAULT_BUDGET, default_model
+from staffstore.gate.scoring import default_model
 
 SHIPPED = Path(str(resources.files("staffstore.gate") / "data" / "pair_model"))
 
@@ -79,28 +79,26 @@ def test_the_pair_model_reads_a_pair_the_alignment_refused_as_a_reordering() -> 
     assert found.probability == found.pair_probability
 
 
-#: Pairs the alignment refuses as a substitution or a reordering, which the pair model may
-#: overrule: each asks another question, and the shipped gate must not serve any of them.
-OVERRULABLE_BUT_DIFFERENT = [
+#: A word swapped for an unrelated one: the alignment's substitution refusal stands whatever
+#: the pair model would say. Overruled, the store benchmark's request-wrapped turns that change
+#: one unknown word were served 34 times in 200 (tools/fit_gate.py, PAIR_OVERRULES).
+SUBSTITUTIONS = [
     ("What caused the Airflow webserver outage on June 12?",
      "What caused the Airflow scheduler outage on June 12?"),
     ("About the webserver: what caused the outage on June 12?",
      "What caused the scheduler outage on June 12?"),
-    ("For the webserver, what caused the outage on June 12?",
-     "About the scheduler: what caused the outage on June 12?"),
-    ("The zervodexios is a form of a Greek folk dance from Greece and Thrace, Macedonia.",
-     "The cervodexiosis is a form of a Greek folk dance from Greece and Thrace, Macedonia."),
+    ("Could you tell me where is the oxtri miru defined in talinqua?",
+     "Where is the oxtri miru defined in linpol?"),
+    ("Could you tell me which oxpol version does zedsenbex pin for denquata?",
+     "Which oxpol version does zedsenbex pin for polox?"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("asked", "stored"), OVERRULABLE_BUT_DIFFERENT)
-def test_the_gate_serves_no_refusal_the_pair_model_may_overrule_at_the_default_budget(
-    asked: str, stored: str
-) -> None:
-    model = default_model()
-    found = model.assess(asked, stored)
-    assert found.reason is None and found.probability is not None
-    assert found.probability < model.threshold_for(DEFAULT_BUDGET, stored)
+@pytest.mark.parametrize(("asked", "stored"), SUBSTITUTIONS)
+def test_a_word_swapped_for_an_unrelated_one_stays_refused(asked: str, stored: str) -> None:
+    found = default_model().assess(asked, stored)
+    assert found.reason == "substitution"
+    assert found.probability is None and found.pair_probability is None
 
 
 def test_two_words_that_traded_places_stay_refused_whatever_the_pair_model_says() -> None:

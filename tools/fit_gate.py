@@ -477,8 +477,14 @@ def cross_validate(
 #: 49.8% / 10.8% / 17.2% (kept: a change of roles, "the scheduler blocked the webserver" /
 #: "the webserver blocked the scheduler", stays refused, and 1,078 of PAWS's 1,195 such pairs
 #: are different). The float model it was quantized from served 39.4% / 8.2% / 16.0% at 0.1%.
+#: The substitution refusal is kept as well (38.7% / 8.5% at 0.1% with word-order overruled
+#: alone, December 4 2026): overruling it, the store benchmark's synthetic turns that change
+#: one unknown word of a stored question and wrap it in a request ("Could you tell me where is
+#: the oxtri miru defined in talinqua?" / "Where is the oxtri miru defined in linpol?") were
+#: served 34 times in 200, the pair model scoring them 0.92-0.95; the alignment refuses every
+#: such swap of a word for an unrelated one.
 PAIR_COMBINE = "pair"
-PAIR_OVERRULES: list[str] = ["reordering", "substitution"]
+PAIR_OVERRULES: list[str] = ["reordering"]
 
 
 def pair_spec() -> dict[str, Any]:

@@ -8,10 +8,11 @@ refuses two words that traded places or a word swapped for an unrelated one. Wha
 scored. Two scorers exist: gradient-boosted trees over the alignment's measures (fitted by
 tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder that reads both
 questions together. The gate parameters say how they combine (PairSpec): as shipped, the pair
-model's probability is the score, and it may overrule the alignment's word-order and
-substitution refusals, because it reads word order itself; on the calibration sets that served
-43% of the in-domain paraphrases at the 0.1% budget where the trees served 16%
-(tools/fit_gate.py, PAIR_COMBINE). Parameters without a pair entry score with the trees alone.
+model's probability is the score, and it may overrule the alignment's refusal of a reordering
+in which no two words traded places, because it reads word order itself; a word swapped for an
+unrelated one stays refused. On the calibration sets that served 37% of the in-domain
+paraphrases at the 0.1% budget where the trees served 16% (tools/fit_gate.py, PAIR_COMBINE).
+Parameters without a pair entry score with the trees alone.
 
 Whether that probability is enough is the user's call, made as an error budget: the share of
 turns that may be served a claim that answers another question. tools/fit_gate.py measured, on
