@@ -493,26 +493,44 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
     lines: list[str] = []
     store = benchmarks.get("store")
     if store is not None:
+
+        def ms(figures: dict[str, Any] | None, key: str) -> str:
+            # Ledgers written before the path was timed apart lack it.
+            return f"{figures[key]:.2f} ms" if figures and key in figures else "-"
+
         rows = [
             [
                 f"{r['claims']:,}",
                 f"{r['import_seconds']:.2f} s",
                 f"{r['query_first_ms']['p50']:.2f} ms",
                 f"{r['query_first_ms']['p99']:.2f} ms",
+                ms(r.get("strict_hit_ms"), "p50"),
+                ms(r.get("pair_model_turn_ms"), "p99"),
                 f"{r['full_collections']['count']}, up to {r['full_collections']['max_ms']:.0f} ms",
                 f"{r['batch_jsonl']['queries_per_second']:,.0f}/s",
             ]
             for r in store.get("results", [])
         ]
         headers = [
-            "claims", "import", "query_first p50", "query_first p99", "full GCs",
-            "query --jsonl",
+            "claims", "import", "query_first p50", "query_first p99", "strict hit p50",
+            "pair-model turn p99", "full GCs", "query --jsonl",
         ]  # fmt: skip
+        pair = store.get("pair_model_ms")
+        model_line = (
+            [
+                "",
+                f"The pair model alone, one pair: p50 {ms(pair, 'p50')}, p99 {ms(pair, 'p99')}; "
+                "a turn reaches it only when the strict test did not serve and the slots agree.",
+            ]
+            if pair
+            else []
+        )
         lines += [
             "Store and gate (`benchmarks/bench_store.py`, ledgers/bench-store.json; the full "
             "garbage collections during the timed lookups, which walk the gate's caches):",
             "",
-            *_table(headers, "rrrrrr", rows),
+            *_table(headers, "rrrrrrrr", rows),
+            *model_line,
         ]
     proxy = benchmarks.get("proxy")
     if proxy is not None:
