@@ -308,8 +308,11 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
                         "query_first_ms": {"p50": 1.234, "p99": 4.321},
                         "full_collections": {"count": 3, "max_ms": 211.6},
                         "batch_jsonl": {"queries_per_second": 777.0},
+                        "strict_hit_ms": {"count": 2500, "p50": 0.526, "p99": 1.1},
+                        "pair_model_turn_ms": {"count": 82, "p50": 5.0, "p99": 9.951},
                     }
-                ]
+                ],
+                "pair_model_ms": {"count": 1000, "p50": 3.69, "p99": 4.461},
             }
         ),
         encoding="utf-8",
@@ -319,7 +322,27 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
         json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
     )
     text = results_markdown(read_ledgers(folder))
-    assert "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 3, up to 212 ms | 777/s |" in text
+    row = "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 0.53 ms | 9.95 ms | 3, up to 212 ms | 777/s |"
+    assert row in text
+    assert "The pair model alone, one pair: p50 3.69 ms, p99 4.46 ms" in text
+
+
+def test_a_store_ledger_written_before_the_paths_were_timed_apart_shows_dashes(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "old-bench"
+    folder.mkdir()
+    result = {
+        "claims": 1000, "import_seconds": 0.1, "query_first_ms": {"p50": 1.0, "p99": 2.0},
+        "full_collections": {"count": 0, "max_ms": 0.0}, "batch_jsonl": {"queries_per_second": 9.0},
+    }  # fmt: skip
+    (folder / "bench-store.json").write_text(json.dumps({"results": [result]}), encoding="utf-8")
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    text = results_markdown(read_ledgers(folder))
+    assert "| 1,000 | 0.10 s | 1.00 ms | 2.00 ms | - | - | 0, up to 0 ms | 9/s |" in text
+    assert "The pair model alone" not in text
 
 
 def test_report_quotes_the_proxy_benchmark_ledger(tmp_path: Path) -> None:
