@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from staffstore.gate.pair_model import PairModel, PairModelError, default_pair_model
-from staffstore.gate.scoring import default_model
+from staffstore.gate.scoring import default_model, warm_up
 
 SHIPPED = Path(str(resources.files("staffstore.gate") / "data" / "pair_model"))
 
@@ -110,3 +110,10 @@ def test_two_words_that_traded_places_stay_refused_whatever_the_pair_model_says(
         found = default_model().assess(asked, stored)
         assert found.reason == "word_order"
         assert found.pair_probability is None
+
+
+def test_warm_up_runs_the_pair_model_before_any_turn_needs_it() -> None:
+    model = default_pair_model()
+    before = model.calls
+    warm_up()
+    assert model.calls > before

@@ -10,8 +10,8 @@ tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder th
 questions together. The gate parameters say how they combine (PairSpec): as shipped, the pair
 model's probability is the score, and it may overrule the alignment's refusal of a reordering
 in which no two words traded places, because it reads word order itself; a word swapped for an
-unrelated one stays refused. On the calibration sets that served 37% of the in-domain
-paraphrases at the 0.1% budget where the trees served 16% (tools/fit_gate.py, PAIR_COMBINE).
+unrelated one stays refused. On the calibration sets this served 37% of the in-domain
+paraphrases at the 0.1% budget, where the trees served 16% (tools/fit_gate.py, PAIR_COMBINE).
 Parameters without a pair entry score with the trees alone.
 
 Whether that probability is enough is the user's call, made as an error budget: the share of
@@ -341,11 +341,15 @@ class GateModel:
 
 def warm_up() -> None:
     """Load what the second look otherwise loads on the first turn that needs it: the
-    parameters, the word tables and WordLlama's embeddings (about 0.3 s on a 2-core machine),
-    so that a server can pay for it before its first request rather than during it."""
-    # Two questions that differ in a word, so the pair reaches the alignment, the embedding and
-    # the pair model.
-    default_model().assess("why did the nightly backup fail?", "why did the nightly job break?")
+    parameters, the word tables, WordLlama's embeddings and the pair model's session, so that a
+    server can pay for it before its first request rather than during it."""
+    model = default_model()
+    # Two questions that differ in a word, so the pair reaches the alignment and the embedding.
+    model.assess("why did the nightly backup fail?", "why did the nightly job break?")
+    if model.pair is not None:
+        # The pair model's session, checked against the file the gate was calibrated with, and
+        # one pair run through it (onnxruntime prepares its kernels on the first run).
+        model.pair.model().probabilities("why did the backup fail?", ["why did the backup break?"])
 
 
 @cache
