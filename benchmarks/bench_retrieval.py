@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
-import importlib
 import json
 import tempfile
 from collections import Counter
@@ -25,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from staffstore.gate import query_first, warm_up
+from staffstore.gate.query_first import (
+    compared_candidates,
+    first_candidates,
+    second_look_candidates,
+    widened_candidates,
+)
 from staffstore.models import NewClaim, Turn
 from staffstore.replays.evaluations import QUORA_POOL, eval_dirs, find
 from staffstore.replays.splits import workday_split
 from staffstore.store import StaffStore
-from staffstore.text.matching import normalize
-
-# The module, not the function the package exports under the same name.
-gate = importlib.import_module("staffstore.gate.query_first")
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK = datetime(2026, 1, 1, tzinfo=UTC)
@@ -58,32 +59,14 @@ def distractors(pool: Path, count: int) -> list[str]:
 
 
 def read_set(sync: Any, text: str) -> tuple[list[Any], list[Any]]:
-    """The candidates query_first's lookup returns for a turn, and those its second look
-    reads, by the gate's own constants and store calls."""
-    asked = normalize(text)
-    keep = max(gate.LOOKUP_WORDS, gate.SIMILAR_WORDS)
-    some, all_known = sync.rarest_words(OWNER, asked.search_words, keep=keep)
-    rare = [word for word, _count in some[: gate.LOOKUP_WORDS]]
-    found = sync.candidate_claims(OWNER, asked.key, rare if all_known else [])
-    seen = {claim.id for claim in found}
-    near = [w for w, c in some[: gate.LOOKUP_WORDS] if c <= gate.NEAR_SEARCH_MAX_COUNT]
-    found += [c for c in sync.near_claims(OWNER, near) if c.id not in seen]
-    seen = {claim.id for claim in found}
-    similar = [(w, c) for w, c in some if c <= gate.NEAR_SEARCH_MAX_COUNT]
-    found += [
-        c for c in sync.similar_claims(OWNER, similar, limit=gate.SIMILAR_LIMIT) if c.id not in seen
-    ]
-    compared = [
-        (claim, gate._comparison(text, claim.question, claim.agent))
-        for claim in gate._most_alike(text, found, gate.MAX_COMPARED)
-    ]
-    open_ = [(c, x) for c, x in compared if x.similarity >= gate.SOFT_FLOOR]
-    nearest = sorted(open_, key=lambda pair: -pair[1].similarity)[: gate.SOFT_CANDIDATES]
-    if nearest:
-        floor = nearest[0][1].similarity - gate.SOFT_MARGIN
-        nearest = [pair for pair in nearest if pair[1].similarity >= floor]
-    strict = [c for c, x in compared if x.same_question]
-    return found, strict + [c for c, _x in nearest]
+    """The candidates query_first's lookup returns for a turn (widened as on a miss), and those
+    its strict test and second look read: the gate's own functions, not a copy of them."""
+    turn = Turn(owner=OWNER, text=text, now=CLOCK)
+    found, some_words = first_candidates(sync, turn)
+    found += widened_candidates(sync, turn, found, some_words)
+    compared = compared_candidates(text, found)
+    strict = [claim for claim, c in compared if c.same_question]
+    return found, strict + [claim for claim, _c in second_look_candidates(compared)]
 
 
 async def bench_size(count: int, dev: list[dict[str, Any]], pool: Path | None) -> dict[str, Any]:

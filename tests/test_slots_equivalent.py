@@ -1,6 +1,7 @@
 """Slots stay vetoes, but not on two spellings of one value: a full date in any of its common
-notations, a time unit in either number. Each row is a closed class of notation, tested both
-ways: the same value agrees, another value still differs."""
+notations, a time unit in either number, a superlative and a plain word of its degree, a
+negated state and its opposite. Each row is a closed class, tested both ways: the same value
+agrees, another value still differs."""
 
 from __future__ import annotations
 
@@ -18,8 +19,37 @@ SAME_DAY = [
 ]
 
 
-@pytest.mark.parametrize(("asked", "stored"), SAME_DAY)
-def test_one_day_spelled_two_ways_is_one_number(asked: str, stored: str) -> None:
+#: A superlative said with a plain word of its degree.
+SAME_DEGREE = [
+    (
+        "Which loader takes the biggest share of build time?",
+        "Which loader takes the most build time?",
+    ),
+    (
+        "What is the lowest iOS version the app supports?",
+        "What is the minimum iOS version the app supports?",
+    ),
+    (
+        "What is the newest stable release of the SDK?",
+        "What is the latest stable release of the SDK?",
+    ),
+]
+#: A negated state that is its opposite, where nothing lies between the two states.
+SAME_STATE = [
+    (
+        "Why did riskscore v2.9 not pass the fairness gate?",
+        "Why did riskscore v2.9 fail the fairness gate?",
+    ),
+    ("Why was the dark-mode flag not enabled?", "Why was the dark-mode flag disabled?"),
+    (
+        "Why does cert-manager keep failing to renew the cert?",
+        "Why is the cert-manager renewal failing?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("asked", "stored"), SAME_DAY + SAME_DEGREE + SAME_STATE)
+def test_one_value_said_two_ways_is_one_value(asked: str, stored: str) -> None:
     assert differences(asked, stored) == []
     assert differences(stored, asked) == []
 
@@ -59,30 +89,6 @@ def test_a_time_unit_in_either_number_is_one_time() -> None:
     ("asked", "stored"),
     [
         (
-            "Which loader takes the biggest share of build time?",
-            "Which loader takes the most build time?",
-        ),
-        (
-            "What is the lowest iOS version the app supports?",
-            "What is the minimum iOS version the app supports?",
-        ),
-        (
-            "What is the newest stable release of the SDK?",
-            "What is the latest stable release of the SDK?",
-        ),
-    ],
-)
-def test_a_superlative_said_with_a_plain_word_of_its_degree_is_one_degree(
-    asked: str, stored: str
-) -> None:
-    assert differences(asked, stored) == []
-    assert differences(stored, asked) == []
-
-
-@pytest.mark.parametrize(
-    ("asked", "stored"),
-    [
-        (
             "Which test caused the most flaky failures?",
             "Which test caused the fewest flaky failures?",
         ),
@@ -106,27 +112,6 @@ def test_what_makes_asks_why() -> None:
         "What makes the rds module force a replacement?",
         "When does the rds module force a replacement?",
     )] == ["focus"]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("asked", "stored"),
-    [
-        (
-            "Why did riskscore v2.9 not pass the fairness gate?",
-            "Why did riskscore v2.9 fail the fairness gate?",
-        ),
-        ("Why was the dark-mode flag not enabled?", "Why was the dark-mode flag disabled?"),
-        (
-            "Why does cert-manager keep failing to renew the cert?",
-            "Why is the cert-manager renewal failing?",
-        ),
-    ],
-)
-def test_a_negated_state_is_its_opposite_where_nothing_lies_between(
-    asked: str, stored: str
-) -> None:
-    assert differences(asked, stored) == []
-    assert differences(stored, asked) == []
 
 
 @pytest.mark.parametrize(

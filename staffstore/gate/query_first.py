@@ -202,13 +202,11 @@ def _has_digit(word: str) -> bool:
     return any(map(str.isdigit, word))
 
 
-def _second_look(
-    turn: Turn, compared: list[tuple[Claim, Comparison]], budget: float
-) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
-    """Score the nearest candidates the strict test refused. Returns the claims whose score
-    reaches the budget's threshold for their form (the best one and its restatements), and the
-    nearest assessment."""
-    model = default_model()
+def second_look_candidates(
+    compared: list[tuple[Claim, Comparison]],
+) -> list[tuple[Claim, Comparison]]:
+    """The few candidates the second look reads, nearest first, among those the strict test
+    compared."""
     # A stored question that differs in a number, version or date is another question for the
     # second look as well (its number slot): no need to read it again.
     still_open = [
@@ -220,6 +218,17 @@ def _second_look(
     if nearest:
         floor = nearest[0][1].similarity - SOFT_MARGIN
         nearest = [pair for pair in nearest if pair[1].similarity >= floor]
+    return nearest
+
+
+def _second_look(
+    turn: Turn, compared: list[tuple[Claim, Comparison]], budget: float
+) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
+    """Score the nearest candidates the strict test refused. Returns the claims whose score
+    reaches the budget's threshold for their form (the best one and its restatements), and the
+    nearest assessment."""
+    model = default_model()
+    nearest = second_look_candidates(compared)
     # The slots and the alignment read each candidate, then the pair model those let through.
     found = model.assess_many(turn.text, [claim.question for claim, _c in nearest])
     assessed = [(claim, a) for (claim, _c), a in zip(nearest, found, strict=True)]
@@ -274,6 +283,15 @@ def _most_alike(text: str, candidates: Sequence[Claim], limit: int) -> Sequence[
     return sorted(candidates, key=shared, reverse=True)[:limit]
 
 
+def compared_candidates(text: str, candidates: Sequence[Claim]) -> list[tuple[Claim, Comparison]]:
+    """The candidates the strict test reads (those sharing most of the turn's words), each with
+    its comparison."""
+    return [
+        (claim, _comparison(text, claim.question, claim.agent))
+        for claim in _most_alike(text, candidates, MAX_COMPARED)
+    ]
+
+
 def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True) -> Decision:
     """The gate's decision for a turn among candidate claims (all of one owner).
 
@@ -287,10 +305,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
     self_contained = names_its_subject(turn.text)
     if _FOLLOW_UP_OPENING.match(turn.text) or (points_elsewhere(turn.text) and not self_contained):
         return _miss("follow_up")
-    compared = [
-        (claim, _comparison(turn.text, claim.question, claim.agent))
-        for claim in _most_alike(turn.text, candidates, MAX_COMPARED)
-    ]
+    compared = compared_candidates(turn.text, candidates)
     same = [(claim, c.similarity) for claim, c in compared if c.same_question]
     budget = DEFAULT_BUDGET if turn.gate_budget is None else turn.gate_budget
     if not same:
@@ -377,6 +392,16 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     refused = _unaskable(turn)
     if refused is not None:
         return refused
+    candidates, some_words = first_candidates(store, turn)
+    decision = decide(turn, candidates, second_look=False)
+    if decision.reason not in _WIDEN_ON:
+        return decision
+    return decide(turn, candidates + widened_candidates(store, turn, candidates, some_words))
+
+
+def first_candidates(store: SyncStore, turn: Turn) -> tuple[list[Claim], list[tuple[str, int]]]:
+    """The questions with the turn's content, or holding every one of its rarest words, and
+    the turn's rarer words with their counts (for widening)."""
     asked = normalize(turn.text)
     # Questions with the same content, or holding every word of the turn, first: fast and
     # usually enough. Only when none asks the same question do we widen to questions with all
@@ -385,15 +410,20 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     some_words, all_known = store.rarest_words(
         turn.owner, asked.search_words, keep=max(LOOKUP_WORDS, SIMILAR_WORDS)
     )
-    rarest = some_words[:LOOKUP_WORDS]
-    rare = [word for word, _count in rarest]
+    rare = [word for word, _count in some_words[:LOOKUP_WORDS]]
     candidates = store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
-    decision = decide(turn, candidates, second_look=False)
-    if decision.reason not in _WIDEN_ON:
-        return decision
-    seen = {claim.id for claim in candidates}
+    return candidates, some_words
+
+
+def widened_candidates(
+    store: SyncStore, turn: Turn, found: Sequence[Claim], some_words: list[tuple[str, int]]
+) -> list[Claim]:
+    """The questions the widened lookup adds to `found`: those with all but one of the rarest
+    words, and those sharing any of the rarer words."""
+    seen = {claim.id for claim in found}
     # Widening reads each word's doclist several times: a common word would make the slowest
     # lookups slow, and it narrows nothing, so it is left out here.
+    rarest = some_words[:LOOKUP_WORDS]
     near_words = [word for word, count in rarest if count <= NEAR_SEARCH_MAX_COUNT]
     extra = [c for c in store.near_claims(turn.owner, near_words) if c.id not in seen]
     seen.update(c.id for c in extra)
@@ -405,7 +435,7 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
         for c in store.similar_claims(turn.owner, similar_words, limit=SIMILAR_LIMIT)
         if c.id not in seen
     ]
-    return decide(turn, candidates + extra)
+    return extra
 
 
 def _unaskable(turn: Turn) -> Decision | None:

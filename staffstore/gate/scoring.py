@@ -70,7 +70,8 @@ class Assessment:
     asked_only: tuple[str, ...] = ()
     stored_only: tuple[str, ...] = ()
     probability: float | None = None
-    #: The trees' and the pair model's own probabilities, when each scored the pair.
+    #: The trees' and the pair model's own probabilities, when each scored the pair (the trees
+    #: do not score where the pair model's probability is the score).
     tree_probability: float | None = None
     pair_probability: float | None = None
 
@@ -292,6 +293,9 @@ class GateModel:
         swap = substitution(alignment, self.filler)
         if swap.unrelated:
             return Assessment("substitution", tuple(swap.asked_only), tuple(swap.stored_only))
+        if self.pair is not None and self.pair.combine_as == "pair":
+            # The pair model's probability is the score: the trees' measures would be thrown away.
+            return Assessment(None, tuple(swap.asked_only), tuple(swap.stored_only))
         values = features(asked, stored, alignment, self.filler)
         return Assessment(
             None, tuple(swap.asked_only), tuple(swap.stored_only), self.probability(values)
