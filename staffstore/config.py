@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .store.importer import BATCH_SIZE, NAMED_BAD_LINES
+from .store.location import StoreAddress, store_address
 from .upstream import DEFAULT_BASE_URL, DEFAULT_MODEL
 from .working_set import DEFAULT_BUDGET
 
@@ -50,10 +51,17 @@ def data_dir(environ: Mapping[str, str] | None = None) -> Path:
     return base / APP_DIR
 
 
-def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The database path when none is given: `$STAFFSTORE_DB`, else `data_dir()/staffstore.db`."""
+def default_db_path(environ: Mapping[str, str] | None = None) -> StoreAddress:
+    """The store when none is given: `$STAFFSTORE_DB` (a path or a URL), else
+    `data_dir()/staffstore.db`."""
     env = os.environ if environ is None else environ
     given = env.get(DB_ENV, "")
     if given:
-        return Path(given).expanduser()
+        return store_address(given)
     return data_dir(env) / DB_FILENAME
+
+
+def default_jobs_dir(store: StoreAddress, environ: Mapping[str, str] | None = None) -> Path:
+    """Where jobs run when no folder is given: beside a SQLite store's file; for a
+    PostgreSQL store, in the data folder (each replica's own)."""
+    return (store.parent if isinstance(store, Path) else data_dir(environ)) / "jobs"

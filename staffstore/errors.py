@@ -64,6 +64,10 @@ class StoreBusyError(StoreError):
     """Another connection held the database's write lock longer than the lock timeout."""
 
 
+class ConstraintError(StoreError):
+    """A write the schema refuses (a foreign key, a unique key), on either backend."""
+
+
 class NotFoundError(StaffstoreError):
     """No such claim, receipt or session for this owner."""
 

@@ -96,7 +96,8 @@ class UserSettings(BaseSettings):
     model: str = DEFAULT_MODEL
     upstream: str = DEFAULT_BASE_URL
     upstream_key_env: str = API_KEY_ENV
-    db: Path | None = None
+    #: A SQLite path or a postgresql:// URL, as given (the CLI parses it).
+    db: str | None = None
     #: Days a kept answer is kept before `staffstore serve` (at startup) or `staffstore kept
     #: prune` deletes it; None keeps them until they expire or are forgotten.
     kept_retention_days: float | None = Field(default=None, gt=0)
@@ -171,6 +172,4 @@ def load_settings() -> UserSettings:
         raise InputError(f"bad setting (in ${ENV_PREFIX}* or {path}): {problems}") from None
     except (OSError, ValueError) as error:  # tomllib.TOMLDecodeError is a ValueError
         raise InputError(f"cannot read config file {path}: {error}") from None
-    if settings.db is not None:
-        return settings.model_copy(update={"db": settings.db.expanduser()})
     return settings

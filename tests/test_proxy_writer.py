@@ -4,12 +4,12 @@ is cancelled still leaves its receipt."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from staffstore.errors import ConstraintError
 from staffstore.models import NewClaim, Receipt, utcnow
 from staffstore.proxy.writer import Writer
 from staffstore.store import StaffStore
@@ -60,7 +60,7 @@ async def test_a_bad_record_fails_alone(store: StaffStore) -> None:
     )
     await writer.close()
     assert results[0] is None and results[2] is None
-    assert isinstance(results[1], sqlite3.IntegrityError)
+    assert isinstance(results[1], ConstraintError)
     ids = {receipt.id for receipt in await store.list_receipts("ann")}
     assert ids == {"taken", "first", "last"}
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hostile_text import FTS5_SYNTAX, SQL_INJECTION
 
-from staffstore.errors import CorruptStoreError, NotFoundError, StoreError
+from staffstore.errors import ConstraintError, CorruptStoreError, NotFoundError, StoreError
 from staffstore.models import NewClaim, Receipt
 from staffstore.store import StaffStore
 from staffstore.store.migrations import MIGRATIONS
@@ -32,10 +32,9 @@ def _user_version(path: Path) -> int:
 async def _pragma(store: StaffStore, name: str) -> object:
     # busy_timeout and foreign_keys are per-connection settings: only the store's own
     # connection can report them, so read them there.
-    async with store._db.execute(f"PRAGMA {name}") as cursor:
-        row = await cursor.fetchone()
-    assert row is not None
-    return row[0]
+    rows = await store.run_sync(lambda sync: sync.fetchall(f"PRAGMA {name}"))
+    assert rows
+    return rows[0][0]
 
 
 def _receipt(owner: str, receipt_id: str = "rcpt_test") -> Receipt:
@@ -74,7 +73,7 @@ async def test_store_connection_sets_a_busy_timeout(store: StaffStore) -> None:
 
 
 async def test_message_for_a_missing_session_is_refused(store: StaffStore) -> None:
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(ConstraintError):
         await store.append_messages("no-such-session", [("user", "hello")])
 
 

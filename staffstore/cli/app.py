@@ -34,6 +34,7 @@ from ..errors import ImportFileError, InputError, StaffstoreError
 from ..settings import UserSettings, calibrated_gate_budget, check_http_url, load_settings
 from ..store import StaffStore
 from ..store.importer import validation_message
+from ..store.location import StoreAddress, store_address
 from .helptext import HELP_NAMES, TidyGroup
 from .tables import print_table as print_table  # where every command has found it
 
@@ -119,16 +120,17 @@ def with_store(
     """
 
     async def work() -> T:
-        async with StaffStore.open(db_path(ctx), create=create) as store:
+        async with StaffStore.open(db_address(ctx), create=create) as store:
             return await call(store)
 
     return run(work())
 
 
-def db_path(ctx: typer.Context) -> Path:
-    """The database the command works on: `--db`, else `$STAFFSTORE_DB`, else the default."""
+def db_address(ctx: typer.Context) -> StoreAddress:
+    """The store the command works on: `--db`, else `$STAFFSTORE_DB`, else the default (a
+    SQLite file's path, or a postgresql:// URL)."""
     given = ctx.find_root().obj
-    return given if isinstance(given, Path) else default_db_path()
+    return given if isinstance(given, Path | str) else default_db_path()
 
 
 def print_json(value: Any) -> None:
@@ -161,13 +163,15 @@ def _print_version(given: bool) -> None:
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--db",
             envvar=DB_ENV,
-            metavar="PATH",
-            help="The database file. Default: $XDG_DATA_HOME/staffstore/staffstore.db, "
-            "else ~/.local/share/staffstore/staffstore.db.",
+            metavar="PATH|URL",
+            help="The store: a SQLite file (a path, or sqlite:///PATH), or a PostgreSQL "
+            "database (postgresql://USER@HOST:PORT/DB). Default: "
+            "$XDG_DATA_HOME/staffstore/staffstore.db, else "
+            "~/.local/share/staffstore/staffstore.db.",
             show_default=False,
         ),
     ] = None,
@@ -184,9 +188,9 @@ def _root(
 ) -> None:
     with user_errors():
         settings = load_settings()
+        chosen = db if db is not None else settings.db
+        ctx.obj = store_address(chosen) if chosen is not None else default_db_path()
     ctx.meta["settings"] = settings
-    chosen = db if db is not None else settings.db
-    ctx.obj = chosen.expanduser() if chosen is not None else default_db_path()
     # `serve` lets its own config file name the database unless the user named one.
     ctx.meta["db_given"] = chosen is not None
     ctx.meta["db_source"] = _db_source(ctx, db, settings)
@@ -196,7 +200,7 @@ def _root(
         ctx.default_map = _owner_defaults(ctx.command, settings.owner)
 
 
-def _db_source(ctx: typer.Context, db: Path | None, settings: UserSettings) -> str:
+def _db_source(ctx: typer.Context, db: str | None, settings: UserSettings) -> str:
     """Where the database path came from: "flag", "env", "config file" or "default"."""
     if db is not None:
         source = ctx.get_parameter_source("db")

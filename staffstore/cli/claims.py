@@ -37,7 +37,7 @@ from .app import (
     RepositoryOption,
     RevisionOption,
     clip,
-    db_path,
+    db_address,
     known,
     print_json,
     print_table,
@@ -142,7 +142,7 @@ def claims_add(
 
     async def work() -> tuple[Claim, bool]:
         claim = new_claim(fields)
-        async with StaffStore.open(db_path(ctx)) as store:
+        async with StaffStore.open(db_address(ctx)) as store:
             return (await store.ensure_claims([claim]))[0]
 
     stored, added = run(work())
@@ -185,7 +185,7 @@ def claims_import(
             notes["dated"] += relative_period(claim.question) is not None
 
         with read_claims(source, inspect=inspect) as parsed:
-            async with StaffStore.open(db_path(ctx)) as store:
+            async with StaffStore.open(db_address(ctx)) as store:
                 with progress_bar("storing claims", quiet=as_json) as progress:
                     report = await store_claims(
                         store, parsed, skip_bad=skip_bad,

@@ -23,7 +23,7 @@ from ..upstream import shown_url
 from .app import (
     GATE_BUDGET_ENV,
     JsonOption,
-    db_path,
+    db_address,
     print_json,
     print_table,
     settings_of,
@@ -48,7 +48,7 @@ def _shared(ctx: typer.Context) -> dict[str, Shown]:
         for name in type(settings).model_fields
     }
     found["upstream"]["value"] = shown_url(settings.upstream)
-    found["db"] = {"value": str(db_path(ctx)), "from": ctx.find_root().meta["db_source"]}
+    found["db"] = {"value": str(db_address(ctx)), "from": ctx.find_root().meta["db_source"]}
     key_env = settings.upstream_key_env
     found["upstream_key"] = {
         "value": f"${key_env} is {'set' if os.environ.get(key_env) else 'not set'}",

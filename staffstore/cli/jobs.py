@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..config import DEFAULTS
+from ..config import DEFAULTS, default_jobs_dir
 from ..jobs import (
     AttachPolicy,
     Dispatch,
@@ -38,7 +38,7 @@ from .app import (
     LimitOption,
     OwnerOption,
     clip,
-    db_path,
+    db_address,
     fail,
     known,
     print_json,
@@ -106,7 +106,7 @@ TimeoutOption = Annotated[
 def _runner(
     ctx: typer.Context, jobs_dir: Path | None, limits: JobLimits = DEFAULT_LIMITS
 ) -> LocalCommandRunner:
-    root = jobs_dir if jobs_dir is not None else db_path(ctx).parent / "jobs"
+    root = jobs_dir if jobs_dir is not None else default_jobs_dir(db_address(ctx))
     return LocalCommandRunner(root, limits=limits)
 
 

@@ -46,8 +46,9 @@ from ..replays.report import (
 from ..replays.splits import HALVES, Half
 from ..replays.workday_dev import ledger_name, play_dev_set
 from ..store import StaffStore
+from ..store.location import StoreAddress
 from ..store.receipt_queries import Period
-from .app import db_path, fail, gate_budgets, print_json, print_table, run, user_errors, utf8
+from .app import db_address, fail, gate_budgets, print_json, print_table, run, user_errors, utf8
 from .progress import run_with_progress
 from .times import SinceOption, UntilOption
 
@@ -378,7 +379,7 @@ def charts(
     if db is not None or source == "flag" or (owner is not None and source != "default"):
         if owner is None:
             fail("--owner is required with --db: a live chart shows one owner's receipts")
-        database = db if db is not None else db_path(ctx)
+        database = db if db is not None else db_address(ctx)
         _live_chart(database, owner, by or "day", since, until, out, as_json=as_json)
         return
     given = {"--owner": owner, "--by": by, "--since": since, "--until": until, "--json": as_json}
@@ -395,7 +396,7 @@ def charts(
 
 
 def _live_chart(
-    db: Path,
+    db: StoreAddress,
     owner: str,
     by: Period,
     since: datetime | None,

@@ -18,8 +18,9 @@ import typer
 from ..proxy.config import ServeConfig, build_config
 from ..proxy.run import run_server
 from ..settings import config_path
+from ..store.location import shown
 from ..upstream import API_KEY_ENV, shown_url
-from .app import db_path, fail, http_url, settings_of, user_errors
+from .app import db_address, fail, http_url, settings_of, user_errors
 from .app import gate_budget as calibrated_budget
 
 
@@ -110,7 +111,7 @@ def serve(
     ] = None,
 ) -> None:
     """Run the OpenAI-compatible proxy: point any client's base URL at it."""
-    database = db_path(ctx) if ctx.find_root().meta.get("db_given") else None
+    database = db_address(ctx) if ctx.find_root().meta.get("db_given") else None
     shared = settings_of(ctx)
     given = shared.model_fields_set  # what the environment or the config file set
     if config is None and config_path().exists() and _has_serve_table(config_path()):
@@ -185,7 +186,7 @@ def _banner(config: ServeConfig) -> None:
     who = "trusted single-tenant mode" if config.trusted else f"{owners} owner(s)"
     key = "set" if config.upstream_key else "NOT set"
     typer.echo(
-        f"staffstore serve: database {config.db_path}, {who}, "
+        f"staffstore serve: database {shown(config.db_path)}, {who}, "
         f"upstream {shown_url(config.upstream_url)} (key {key})",
         err=True,
     )

@@ -12,7 +12,6 @@ import json
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +26,7 @@ from ..mouth import MAX_KEEP_SECONDS, CachePolicy, ChatFn, ensure_mouth
 from ..settings import calibrated_gate_budget
 from ..store import StaffStore
 from ..store.importer import parse_json_object, validation_message
+from ..store.location import StoreAddress
 from ..upstream import OpenRouter
 from .app import (
     NOT_UTF8,
@@ -36,7 +36,7 @@ from .app import (
     RepositoryOption,
     RevisionOption,
     SessionOption,
-    db_path,
+    db_address,
     fail,
     http_url,
     print_json,
@@ -118,7 +118,7 @@ def _turn_from_line(raw: bytes, defaults: dict[str, Any]) -> tuple[Turn, Any]:
     return turn, ident
 
 
-async def _query_lines(db: Path, defaults: dict[str, Any]) -> dict[str, int]:
+async def _query_lines(db: StoreAddress, defaults: dict[str, Any]) -> dict[str, int]:
     """Answer each standard-input line with one output line; count the outcomes."""
     counts = {"hit": 0, "miss": 0, "error": 0}
     stdin = typer.get_binary_stream("stdin")
@@ -188,7 +188,7 @@ def query(
             "gate_budget": gate_budget,
         }  # fmt: skip
         defaults = {name: value for name, value in given.items() if value is not None}
-        counts = run(_query_lines(db_path(ctx), defaults))
+        counts = run(_query_lines(db_address(ctx), defaults))
         total = sum(counts.values())
         typer.echo(
             f"query: {total} lines, {counts['hit']} hits, {counts['miss']} misses, "
@@ -411,7 +411,7 @@ def ask(
             gate_budget=gate_budget,
         )
         async with (
-            StaffStore.open(db_path(ctx)) as store,
+            StaffStore.open(db_address(ctx)) as store,
             OpenRouter(
                 # "" rather than None: OpenRouter would read its own variable on None.
                 api_key=os.environ.get(key_env) or "",

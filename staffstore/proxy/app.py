@@ -246,10 +246,13 @@ class Proxy:
         started = time.perf_counter()
         await asyncio.to_thread(warm_up)
         self.metrics.warmed_up(time.perf_counter() - started)
-        # Checkpoints copy the WAL back with an fsync: a thread of their own, not a request.
-        await self._store.defer_checkpoints(FALLBACK_PAGES)
-        checkpointer = Checkpointer(self._store.path)
-        checkpointer.start()
+        # SQLite's checkpoints copy the WAL back with an fsync: a thread of their own, not a
+        # request. (PostgreSQL checkpoints in its own server.)
+        checkpointer = None
+        if self._store.path is not None:
+            await self._store.defer_checkpoints(FALLBACK_PAGES)
+            checkpointer = Checkpointer(self._store.path)
+            checkpointer.start()
         freeze_startup_heap()
         self.metrics.collection_pauses.start()
         try:
@@ -259,7 +262,8 @@ class Proxy:
             thaw_startup_heap()
             await self._writer.close()
             await http.aclose()
-            await asyncio.to_thread(checkpointer.stop)
+            if checkpointer is not None:
+                await asyncio.to_thread(checkpointer.stop)
             await self._store.close()
             self._store = self._upstream = self._writer = None
 

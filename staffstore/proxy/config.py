@@ -78,6 +78,7 @@ from ..errors import InputError
 from ..jobs.limits import DEFAULT_LIMITS
 from ..settings import calibrated_gate_budget, check_http_url
 from ..state.config import SCOPE_KEY_ENV, check_scope_key
+from ..store.location import StoreAddress, store_address
 from ..upstream import API_KEY_ENV, DEFAULT_BASE_URL
 from ..working_set import DEFAULT_BUDGET
 
@@ -102,7 +103,8 @@ class OwnerKey:
 class ServeConfig:
     """Everything the proxy needs to run. `keys` maps a key's SHA-256 hex digest to its owner."""
 
-    db_path: Path
+    #: The store: a SQLite file's path, or a postgresql:// URL.
+    db_path: StoreAddress
     host: str = "127.0.0.1"
     port: int = 8787
     # Out of repr: a password in its userinfo is a secret.
@@ -281,7 +283,7 @@ def _gate_budget(value: Any) -> float | None:
 def build_config(
     *,
     config_file: Path | None = None,
-    db_path: Path | None = None,
+    db_path: StoreAddress | None = None,
     host: str | None = None,
     port: int | None = None,
     upstream_url: str | None = None,
@@ -327,8 +329,8 @@ def build_config(
 
     file_db = table.get("db")
     if db_path is None and file_db is not None:
-        db_path = Path(file_db).expanduser()
-        if not db_path.is_absolute() and config_file is not None:
+        db_path = store_address(str(file_db))
+        if isinstance(db_path, Path) and not db_path.is_absolute() and config_file is not None:
             db_path = config_file.expanduser().parent / db_path
     mode = pick(working_set, "working_set", DEFAULTS.working_set)
     if mode not in WORKING_SET_MODES:

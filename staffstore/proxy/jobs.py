@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..config import default_jobs_dir
 from ..errors import InputError, NotFoundError, StoreBusyError
 from ..jobs import (
     AttachPolicy,
@@ -240,7 +241,7 @@ class JobEndpoints:
         # within the proxy's size and time limits.
         self._owner_of = owner_of
         self._read_body = read_body
-        root = config.jobs_dir or config.db_path.parent / "jobs"
+        root = config.jobs_dir or default_jobs_dir(config.db_path)
         limits = JobLimits(
             timeout=config.job_timeout,
             max_output_bytes=config.job_max_output_bytes,

@@ -11,7 +11,6 @@ transaction that records the launch, so racing dispatchers never pass the cap to
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,8 @@ from ..models import (
     NewJob,
 )
 from ..text.matching import normalize
-from .rows import datetime_at, datetime_of, epoch_of, now_epoch
+from .database import Database
+from .rows import datetime_at, datetime_of, epoch_of, now_epoch, upsert
 
 T = TypeVar("T")
 
@@ -93,20 +93,14 @@ def check_launch_key(earlier: Job | None, new: NewJob) -> None:
 class SyncJobs:
     """Job queries as plain calls on the store's connection (mixed into SyncStore)."""
 
-    _connection: sqlite3.Connection
+    db: Database
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError  # SyncStore's
 
     def _in_transaction(self, work: Callable[[], T]) -> T:
-        self._connection.execute("BEGIN IMMEDIATE")
-        try:
-            result = work()
-        except BaseException:
-            self._connection.execute("ROLLBACK")
-            raise
-        self._connection.execute("COMMIT")
-        return result
+        with self.db.write():
+            return work()
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -276,7 +270,7 @@ class SyncJobs:
                 finished_at=None,
             )
             marks = ", ".join("?" for _ in JOB_COLUMNS)
-            self._connection.execute(
+            self.db.execute(
                 f"INSERT INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({marks})",
                 [values[name] for name in JOB_COLUMNS],
             )
@@ -289,7 +283,7 @@ class SyncJobs:
         self, owner: str, job_id: str, handle: str, *, now: datetime | None = None
     ) -> Job:
         """Record the runner's handle of an unfinished job: it is running."""
-        self._connection.execute(
+        self.db.execute(
             f"UPDATE jobs SET handle = ?, status = 'running', updated_at = ? "
             f"WHERE owner = ? AND id = ? AND {_ACTIVE}",
             (handle, now_epoch(now), owner, job_id),
@@ -324,22 +318,25 @@ class SyncJobs:
                 return
             for name, kind, content in outputs:
                 address = bytes_hash(content)
-                self._connection.execute(
-                    "INSERT OR IGNORE INTO artifacts "
-                    "(owner, id, kind, job_id, content, size, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                self.db.execute(
+                    "INSERT INTO artifacts (owner, id, kind, job_id, content, size, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (owner, address, kind, job_id, content, len(content), moment),
                 )
-                self._connection.execute(
-                    "INSERT OR REPLACE INTO job_artifacts (owner, job_id, name, artifact_id) "
-                    "VALUES (?, ?, ?, ?)",
+                self.db.execute(
+                    upsert(
+                        "job_artifacts",
+                        ("owner", "job_id", "name", "artifact_id"),
+                        ("job_id", "name"),
+                    ),
                     (owner, job_id, name, address),
                 )
-            self._connection.executemany(
-                "INSERT OR IGNORE INTO job_claims (owner, job_id, claim_id) VALUES (?, ?, ?)",
+            self.db.executemany(
+                "INSERT INTO job_claims (owner, job_id, claim_id) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 [(owner, job_id, claim) for claim in claim_ids],
             )
-            self._connection.execute(
+            self.db.execute(
                 "UPDATE jobs SET status = ?, exit_code = ?, error = ?, substantive = ?, "
                 "updated_at = ?, finished_at = ? WHERE owner = ? AND id = ?",
                 (status, exit_code, error, int(substantive), moment, moment, owner, job_id),
@@ -378,7 +375,7 @@ class SyncJobs:
             id=uuid.uuid4().hex, owner=owner, job_id=job_id, action=action, reason=reason,
             matched=list(matched), mismatched=list(mismatched), created_at=datetime_at(moment),
         )  # fmt: skip
-        self._connection.execute(
+        self.db.execute(
             "INSERT INTO job_receipts "
             "(id, owner, job_id, action, reason, matched, mismatched, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -432,7 +429,7 @@ class SyncJobs:
             for job_id, task, old in self.fetchall("SELECT id, task, task_key FROM jobs")
             if (key := normalize(task).key) != old
         ]
-        self._connection.executemany("UPDATE jobs SET task_key = ? WHERE id = ?", stale)
+        self.db.executemany("UPDATE jobs SET task_key = ? WHERE id = ?", stale)
         return len(stale)
 
 

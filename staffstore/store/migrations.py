@@ -9,21 +9,10 @@ file is recognised and left alone.
 from __future__ import annotations
 
 from . import state_tables
+from .database import COUNT_TERMS
 
 #: `PRAGMA application_id` of a staffstore file: "SfSt" in ASCII (see `file(1)`'s magic).
 APPLICATION_ID = 0x53665374
-
-# Fills term_counts from every claim's search key (space-separated content words).
-COUNT_TERMS = """
-    INSERT INTO term_counts (owner, term, n)
-    WITH RECURSIVE split (owner, term, rest) AS (
-        SELECT owner, '', search_key || ' ' FROM claims
-        UNION ALL
-        SELECT owner, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
-        FROM split WHERE rest <> ''
-    )
-    SELECT owner, term, count(*) FROM split WHERE term <> '' GROUP BY owner, term
-"""
 
 MIGRATIONS: list[list[str]] = [
     # 1: sessions and messages, claims with their FTS5 index, artifacts, receipts.

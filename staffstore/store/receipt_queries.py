@@ -9,37 +9,48 @@ the ledger sums what the receipts that remain say, and a deleted receipt changes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..models import Ledger, Outcome, Receipt
 from .rows import RECEIPT_COLUMNS, epoch_of, row_to_receipt
 
-#: Ledger periods and the SQLite strftime format that names each one (UTC).
+T = TypeVar("T")
+
+#: Ledger periods and the strftime format that names each one (UTC).
 Period = Literal["day", "hour"]
 PERIOD_FORMATS: dict[Period, str] = {"day": "%Y-%m-%d", "hour": "%Y-%m-%dT%H:00Z"}
 
 _TURN = "status != 'rejected'"
-_LEDGER_SELECT = f"""
-    coalesce(sum({_TURN}), 0),
-    coalesce(sum(outcome = 'hit'), 0),
-    coalesce(sum(outcome = 'miss' AND {_TURN}), 0),
-    coalesce(sum(inference_avoided), 0),
-    coalesce(sum(inference_attempted), 0),
-    coalesce(sum(inference_attempted AND status != 'ok'), 0),
-    coalesce(sum(NOT inference_avoided AND NOT inference_attempted AND {_TURN}), 0),
-    coalesce(sum(prompt_tokens), 0),
-    coalesce(sum(completion_tokens), 0),
-    coalesce(sum(cost_usd), 0.0),
-    coalesce(sum(inference_attempted
-        AND (prompt_tokens IS NULL OR completion_tokens IS NULL)), 0),
-    coalesce(sum(inference_attempted AND cost_usd IS NULL), 0),
-    coalesce(sum(status = 'rejected'), 0),
-    sum(CASE WHEN inference_avoided THEN avoided_cost_usd END),
-    coalesce(sum(inference_avoided AND avoided_cost_usd IS NULL), 0)
-"""
+
+
+def _count(condition: str) -> str:
+    # CASE, not a summed comparison: PostgreSQL has no sum() of booleans.
+    return f"coalesce(sum(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)"
+
+
+_ATTEMPTED, _AVOIDED = "inference_attempted = 1", "inference_avoided = 1"
+_LEDGER_SELECT = ", ".join(
+    [
+        _count(_TURN),
+        _count("outcome = 'hit'"),
+        _count(f"outcome = 'miss' AND {_TURN}"),
+        "coalesce(sum(inference_avoided), 0)",
+        "coalesce(sum(inference_attempted), 0)",
+        _count(f"{_ATTEMPTED} AND status != 'ok'"),
+        _count(f"inference_avoided = 0 AND inference_attempted = 0 AND {_TURN}"),
+        "coalesce(sum(prompt_tokens), 0)",
+        "coalesce(sum(completion_tokens), 0)",
+        "coalesce(sum(cost_usd), 0.0)",
+        _count(f"{_ATTEMPTED} AND (prompt_tokens IS NULL OR completion_tokens IS NULL)"),
+        _count(f"{_ATTEMPTED} AND cost_usd IS NULL"),
+        _count("status = 'rejected'"),
+        f"sum(CASE WHEN {_AVOIDED} THEN avoided_cost_usd END)",
+        _count(f"{_AVOIDED} AND avoided_cost_usd IS NULL"),
+    ]
+)
 _LEDGER_NAMES = (
     "turns", "hits", "misses", "avoided_calls", "attempted_calls", "failed_calls",
     "not_attempted", "prompt_tokens", "completion_tokens", "cost_usd",
@@ -109,6 +120,9 @@ class AsyncReceiptQueries:
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError  # StaffStore's
 
+    async def run_sync(self, work: Callable[[Any], T]) -> T:
+        raise NotImplementedError  # StaffStore's
+
     async def list_receipts(
         self,
         owner: str | None,
@@ -166,10 +180,16 @@ class AsyncReceiptQueries:
         started from `since` (inclusive) to `until` (exclusive); periods without a receipt are
         left out."""
         where, params = ReceiptFilter(owner, since, until).where()
-        label = f"strftime('{PERIOD_FORMATS[period]}', started_at, 'unixepoch')"
-        rows = await self._fetchall(
-            f"SELECT {label} AS period, {_LEDGER_SELECT} FROM receipts {where} "
-            "GROUP BY period ORDER BY period",
-            params,
-        )
+
+        def read(sync: Any) -> list[Any]:
+            label = sync.db.utc_period(PERIOD_FORMATS[period], "started_at")
+            return list(
+                sync.fetchall(
+                    f"SELECT {label} AS period, {_LEDGER_SELECT} FROM receipts {where} "
+                    "GROUP BY period ORDER BY period",
+                    params,
+                )
+            )
+
+        rows = await self.run_sync(read)
         return [(str(row[0]), _ledger(row[1:])) for row in rows]

@@ -10,14 +10,13 @@ the ledger counts what remains and nothing in it breaks.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
-from .rows import busy_or, datetime_at, datetime_of, epoch_of, now_epoch
+from .database import Database
+from .rows import datetime_at, datetime_of, epoch_of, now_epoch
 
 T = TypeVar("T")
 
@@ -32,17 +31,16 @@ def retention_cutoff(days: float, now: datetime) -> datetime:
 class SyncRetention:
     """The deletes, as plain calls on the store's connection (mixed into SyncStore)."""
 
-    _connection: sqlite3.Connection
+    db: Database
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError  # SyncStore's
 
     def prune_receipts(self, owner: str, before: datetime) -> int:
         """Delete the owner's receipts started before `before`; return how many went."""
-        cursor = self._connection.execute(
+        return self.db.execute(
             "DELETE FROM receipts WHERE owner = ? AND started_at < ?", (owner, epoch_of(before))
         )
-        return cursor.rowcount
 
     def list_kept_answers(self, owner: str, *, limit: int = 20) -> list[KeptRow]:
         """The owner's kept answers, the most recently kept first."""
@@ -68,11 +66,11 @@ class SyncRetention:
             params.append(epoch_of(before))
         if not clauses:
             return []
-        rows = self._connection.execute(
+        rows = self.db.fetchall(
             f"DELETE FROM kept_answers WHERE owner = ? AND ({' OR '.join(clauses)}) "
             "RETURNING receipt_id",
             params,
-        ).fetchall()
+        )
         return [str(row[0]) for row in rows]
 
     def prune_kept_answers(
@@ -94,7 +92,7 @@ class SyncRetention:
         if owner is not None:
             sql += " AND owner = ?"
             params.append(owner)
-        return self._connection.execute(sql, params).rowcount
+        return self.db.execute(sql, params)
 
 
 @dataclass(frozen=True)
@@ -123,16 +121,11 @@ def _kept_row(owner: str, row: Sequence[Any]) -> KeptRow:
 class AsyncRetention:
     """The deletes of StaffStore (mixed into it): each is one trip to the database thread."""
 
-    path: Path
-
     async def run_sync(self, work: Callable[[SyncRetention], T]) -> T:
         raise NotImplementedError  # StaffStore's, which hands `work` a SyncStore
 
     async def _writing(self, work: Callable[[SyncRetention], T]) -> T:
-        try:
-            return await self.run_sync(work)
-        except sqlite3.OperationalError as error:
-            raise busy_or(error, self.path) from error
+        return await self.run_sync(work)  # StoreBusyError past the lock timeout (database.py)
 
     async def prune_receipts(self, owner: str, before: datetime) -> int:
         """Delete the owner's receipts started before `before`; return how many went. The

@@ -58,6 +58,17 @@ def as_of(claim: Claim, epoch: float) -> Claim:
     return claim
 
 
+def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
+    """INSERT of one row that replaces the row with the same `key` (an upsert both SQLite and
+    PostgreSQL run; SQLite's INSERT OR REPLACE is its own)."""
+    marks = ", ".join("?" for _ in columns)
+    updates = ", ".join(f"{name} = excluded.{name}" for name in columns if name not in key)
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+    )
+
+
 def fts_all(words: Sequence[str]) -> str:
     """A MATCH expression: every word, in the question's content column."""
     return "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"

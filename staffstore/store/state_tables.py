@@ -18,24 +18,17 @@ key's own row.)
 from __future__ import annotations
 
 import json
-import sqlite3
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from ..identity import canonical_json
-from .rows import busy_or, damaged
+from .database import Database
+from .rows import upsert
 
 T = TypeVar("T")
 
-#: How long truncate_wal goes on trying, and waits between tries, when its checkpoint meets
-#: another connection's (SQLite answers busy at once then, without the lock timeout's wait).
-_TRUNCATE_RETRY_SECONDS = 1.0
-_TRUNCATE_PAUSE = 0.05
-_SECURE_DELETE = {0: "OFF", 1: "ON", 2: "FAST"}
 
 MIGRATION: list[str] = [
     # Working state: one row a live key, per owner and agent; expired keys stay until cleared.
@@ -233,6 +226,23 @@ _AGENT_COLUMNS = (
 )
 
 
+def _columns(names: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in names.split(","))
+
+
+_UPSERT_WORKING = upsert(
+    "working_state", ("owner", "agent", *_columns(_WORKING_COLUMNS)), ("owner", "agent", "key")
+)
+_UPSERT_HANDOFF = upsert(
+    "working_handoffs", ("owner", "agent", *_columns(_HANDOFF_COLUMNS)), ("owner", "agent")
+)
+_UPSERT_AGENT_STATE = upsert(
+    "agent_states",
+    ("owner", *_columns(_AGENT_COLUMNS)),
+    ("owner", "agent", "scope_kind", "scope_hash"),
+)
+
+
 def _no_number(name: str) -> None:
     """NaN or Infinity, which an older staffstore stored from a command line: read as null,
     as JSON writers that meet them do, so the state can be read and written again."""
@@ -250,60 +260,22 @@ def _agent_row(row: Sequence[Any]) -> AgentStateRow:
 class StateTables:
     """SyncStore's working-state and agent-state methods (run on the store's thread)."""
 
-    _connection: sqlite3.Connection
-    path: Path
+    db: Database
 
     @contextmanager
-    def _state_transaction(self) -> Iterator[sqlite3.Connection]:
-        connection = self._connection
-        # secure_delete is a setting of the connection, not the file: on for state writes only
-        # (zeroing costs other tables' deletes I/O they need not pay), then set back.
-        was = connection.execute("PRAGMA secure_delete").fetchone()[0]
-        connection.execute("PRAGMA secure_delete = ON")
-        try:
-            with self._immediate(connection):
-                yield connection
-        finally:
-            connection.execute(f"PRAGMA secure_delete = {_SECURE_DELETE.get(was, 'ON')}")
-
-    @contextmanager
-    def _immediate(self, connection: sqlite3.Connection) -> Iterator[None]:
-        try:
-            connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            # Another writer held the lock past the store's lock timeout: StoreBusyError.
-            busy = busy_or(error, self.path)
-            raise (busy if busy is not error else damaged(self.path, error)) from error
-        except sqlite3.DatabaseError as error:
-            raise damaged(self.path, error) from error
-        try:
-            yield
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
+    def _state_transaction(self) -> Iterator[Database]:
+        # Erasing: a state deleted or replaced leaves no copy in the database's pages.
+        with self.db.write(erasing=True):
+            yield self.db
 
     def truncate_wal(self) -> bool:
-        """Copy the whole WAL into the database file and cut the WAL to zero bytes, so no
-        earlier frame of a deleted row is left on disk. False when other connections kept it
-        from finishing (a reader past the lock timeout); the next call finishes the job."""
-        deadline = time.monotonic() + _TRUNCATE_RETRY_SECONDS
-        while True:
-            try:
-                busy = self._connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            except sqlite3.OperationalError:
-                busy = 1  # locked by another connection, as a busy answer says too
-            if not busy:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(_TRUNCATE_PAUSE)
+        """Remove what an erasure left outside the live pages (on SQLite: copy the whole WAL
+        into the database file and cut it to zero bytes, so no earlier frame still holds the
+        row). False when other connections kept it from finishing; the next call finishes."""
+        return self.db.after_erasure()
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        try:
-            return self._connection.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as error:
-            raise damaged(self.path, error) from error
+        return self.db.fetchall(sql, params)
 
     # -- working state -----------------------------------------------------------------------
 
@@ -351,8 +323,7 @@ class StateTables:
             if change.upsert is not None:
                 row = change.upsert
                 connection.execute(
-                    f"INSERT OR REPLACE INTO working_state (owner, agent, {_WORKING_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    _UPSERT_WORKING,
                     (owner, agent, row.key, row.value, row.reason, row.set_by, row.set_at,
                      row.expires_at),
                 )  # fmt: skip
@@ -364,8 +335,7 @@ class StateTables:
             if change.handoff is not None:
                 note = change.handoff
                 connection.execute(
-                    f"INSERT OR REPLACE INTO working_handoffs (owner, agent, {_HANDOFF_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _UPSERT_HANDOFF,
                     (owner, agent, note.note, note.status, note.next_steps, note.evidence,
                      note.blocker, note.actor, note.set_at),
                 )  # fmt: skip
@@ -402,8 +372,11 @@ class StateTables:
         """Store (or replace) the schema of `agent`; states already written are kept."""
         with self._state_transaction() as connection:
             connection.execute(
-                "INSERT OR REPLACE INTO agent_state_schemas (owner, agent, schema, declared_at) "
-                "VALUES (?, ?, ?, ?)",
+                upsert(
+                    "agent_state_schemas",
+                    ("owner", "agent", "schema", "declared_at"),
+                    ("owner", "agent"),
+                ),
                 (owner, agent, schema_json, declared_at),
             )
 
@@ -459,12 +432,9 @@ class StateTables:
                 self._put_agent_state(connection, owner, row)
         return result
 
-    def _put_agent_state(
-        self, connection: sqlite3.Connection, owner: str, row: AgentStateRow
-    ) -> None:
+    def _put_agent_state(self, connection: Database, owner: str, row: AgentStateRow) -> None:
         connection.execute(
-            f"INSERT OR REPLACE INTO agent_states (owner, {_AGENT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _UPSERT_AGENT_STATE,
             (owner, row.agent, row.scope_kind, row.scope_hash, row.subject_hash, row.version,
              canonical_json(row.body), canonical_json(row.written_at), row.size,
              row.created_at, row.updated_at),

@@ -8,31 +8,28 @@ statement.
 from __future__ import annotations
 
 import math
-import sqlite3
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from ..models import Claim, Receipt, Role
 from ..text.matching import normalize
+from .database import Database
 from .jobs import SyncJobs
-from .migrations import COUNT_TERMS
 from .retention import SyncRetention
 from .rows import (
     QUALIFIED_CLAIM_COLUMNS,
     RECEIPT_COLUMNS,
-    damaged,
     datetime_at,
     datetime_of,
     epoch_of,
-    fts_all,
     now_epoch,
     receipt_row,
     row_to_claim,
 )
+from .search import Combine
 from .state_tables import StateTables
 
 _KEY_VERSION_SETTING = "search_key_version"
@@ -48,72 +45,35 @@ _IDF_SCALE = 1_000.0
 
 
 class SyncStore(StateTables, SyncJobs, SyncRetention):
-    """The store's hot-path queries as plain calls on its SQLite connection.
+    """The store's operations as plain calls on one database connection (database.py).
 
-    Only for work that StaffStore.run_sync runs on the store's database thread: there a
+    StaffStore.run_sync runs them on a thread that owns the connection for the call: there a
     lookup of several queries, or a whole transaction, costs the event loop one round trip.
     """
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
-        self._connection = connection
-        self.path = path
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @property
+    def label(self) -> str:
+        """Where the store is, for messages: its file, or its URL without a password."""
+        return self.db.label
 
     def set_lock_timeout(self, seconds: float) -> None:
         """How long this connection's writes wait for another connection's write lock."""
-        self._connection.execute(f"PRAGMA busy_timeout = {round(seconds * 1000)}")
+        self.db.set_lock_timeout(seconds)
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        try:
-            return self._connection.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as error:
-            raise damaged(self.path, error) from error
+        return self.db.fetchall(sql, params)
 
     # -- the gate's lookups --------------------------------------------------------------------
-
-    def fts_claims(
-        self,
-        match: str,
-        owner: str,
-        limit: int,
-        *,
-        ranked: bool,
-        where: str = "",
-        params: Sequence[Any] = (),
-    ) -> list[Claim]:
-        """The owner's claims that FTS5 `match`es, best first when `ranked`."""
-        # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
-        # claims and match each one.
-        order = " ORDER BY claims_fts.rank" if ranked else ""
-        rows = self.fetchall(
-            f"SELECT {QUALIFIED_CLAIM_COLUMNS} "
-            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-            f"WHERE claims_fts MATCH ? AND c.owner = ?{where}{order} LIMIT ?",
-            (match, owner, *params, limit),
-        )
-        return [row_to_claim(row) for row in rows]
 
     def candidate_claims(
         self, owner: str, key: str, rare: Sequence[str], *, limit: int = 64
     ) -> list[Claim]:
         """Claims of any status whose question has the content `key`, or holds every word of
         `rare` (see rarest_words), in one query."""
-        sql = (
-            f"SELECT {QUALIFIED_CLAIM_COLUMNS} FROM claims c WHERE c.owner = ? AND c.search_key = ?"
-        )
-        params: list[Any] = [owner, key]
-        if rare:
-            # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
-            # claims and match each one.
-            # UNION ALL runs left to right: same-content questions come first, within LIMIT.
-            sql += (
-                f" UNION ALL SELECT {QUALIFIED_CLAIM_COLUMNS} "
-                "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
-                "WHERE claims_fts MATCH ? AND c.owner = ?"
-            )
-            params += [fts_all(rare), owner]
-        rows = self.fetchall(sql + " LIMIT ?", [*params, limit])
-        unique = {row[0]: row for row in rows}  # a claim can come from both halves
-        return [row_to_claim(row) for row in unique.values()]
+        return self.db.search.holding_all(owner, [rare] if rare else [], limit, key=key)
 
     def similar_claims(
         self, owner: str, words: Sequence[tuple[str, int]], *, limit: int = 12
@@ -136,9 +96,7 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
         shared: dict[int, float] = {}
         for word, count in words:
             weight = math.log(1.0 + _IDF_SCALE / max(count, 1))
-            for (rowid,) in self.fetchall(
-                "SELECT rowid FROM claims_fts WHERE claims_fts MATCH ?", (fts_all([word]),)
-            ):
+            for rowid in self.db.search.rowids_holding(word, owner):
                 shared[rowid] = shared.get(rowid, 0.0) + weight
         # Most shared rarity first, ties by rowid: rowids sorted, then a stable sort on the
         # weight alone (reverse keeps ties in order). The same order as one sort on (-weight,
@@ -156,9 +114,8 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
             start += size
             marks = ", ".join("?" for _ in block)
             rows = self.fetchall(
-                # "+c.owner": look the rows up by rowid, not by walking the owner's index.
                 f"SELECT {QUALIFIED_CLAIM_COLUMNS}, c.rowid FROM claims c "
-                f"WHERE +c.owner = ? AND c.rowid IN ({marks})",
+                f"WHERE {self.db.search.owner_by_rowid} = ? AND c.rowid IN ({marks})",
                 (owner, *block),
             )
             place = {rowid: index for index, rowid in enumerate(block)}
@@ -173,11 +130,22 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
         if not rare:
             return []
         if len(rare) == 1:
-            match = fts_all(rare)
-        else:
-            clauses = [fts_all([w for w in rare if w != left_out]) for left_out in rare]
-            match = " OR ".join(clauses)
-        return self.fts_claims(match, owner, limit, ranked=False)
+            return self.db.search.holding_all(owner, [rare], limit)
+        groups = [[w for w in rare if w != left_out] for left_out in rare]
+        return self.db.search.holding_all(owner, groups, limit)
+
+    def ranked_claims(
+        self,
+        owner: str,
+        words: Sequence[str],
+        combine: Combine,
+        limit: int,
+        *,
+        live_at: float | None = None,
+    ) -> list[Claim]:
+        """The owner's claims whose question or answer holds every one (or any one) of
+        `words`, best first; with `live_at`, only those live and unexpired then."""
+        return self.db.search.ranked(owner, words, combine, limit, live_at=live_at)
 
     def rarest_words(
         self, owner: str, words: Sequence[str], *, keep: int = 3
@@ -213,22 +181,17 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
         """
         if self._key_version() == version:
             return 0
-        self._connection.execute("BEGIN IMMEDIATE")
-        try:
+        with self.db.write():
             changed = 0
             if self._key_version() != version:  # another process may have done it meanwhile
                 changed = self._rewrite_keys()
                 self.rekey_jobs()  # a job's task key is made by the same matcher
-                self._connection.execute("DELETE FROM term_counts")
-                self._connection.execute(COUNT_TERMS)
-                self._connection.execute(
-                    "INSERT OR REPLACE INTO store_settings (name, value) VALUES (?, ?)",
+                self.db.recount_terms()
+                self.db.execute(
+                    "INSERT INTO store_settings (name, value) VALUES (?, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                     (_KEY_VERSION_SETTING, str(version)),
                 )
-            self._connection.execute("COMMIT")
-        except BaseException:
-            self._connection.execute("ROLLBACK")
-            raise
         return changed
 
     def _key_version(self) -> int | None:
@@ -238,13 +201,15 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
         return int(rows[0][0]) if rows else None
 
     def _rewrite_keys(self) -> int:
-        rows = self._connection.execute("SELECT rowid, question, search_key FROM claims")
         stale = [
             (key, rowid)
-            for rowid, question, old_key in rows.fetchall()
+            for rowid, question, old_key in self.fetchall(
+                "SELECT rowid, question, search_key FROM claims"
+            )
             if (key := normalize(question).key) != old_key
         ]
-        self._connection.executemany("UPDATE claims SET search_key = ? WHERE rowid = ?", stale)
+        self.db.executemany("UPDATE claims SET search_key = ? WHERE rowid = ?", stale)
+        self.db.search.after_rekey([rowid for _key, rowid in stale])
         return len(stale)
 
     # -- the HTTP proxy's turns and kept answers -----------------------------------------------
@@ -255,7 +220,7 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
         """The bytes of text (UTF-8) the store holds for `owner`: receipts' questions, answers
         and errors, session messages, kept answers and claims. A full read of the owner's
         rows: call it once and count on from there."""
-        size = "coalesce(sum(length(CAST({} AS BLOB))), 0)"
+        size = "coalesce(sum(" + self.db.text_bytes("{}") + "), 0)"
         row = self.fetchall(
             f"SELECT (SELECT {size.format('question')} + {size.format('answer')} "
             f"  + {size.format('error')} FROM receipts WHERE owner = ?)"
@@ -271,11 +236,11 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
     def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """Create-or-get the id of the owner's session called `name`, in one statement."""
         # An upsert that changes nothing, so that RETURNING yields the row on a conflict too.
-        rows = self._connection.execute(
+        rows = self.fetchall(
             "INSERT INTO sessions (id, owner, name, created_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (owner, name) DO UPDATE SET name = excluded.name RETURNING id",
             (uuid.uuid4().hex, owner, name, now_epoch(now)),
-        ).fetchall()
+        )
         return str(rows[0][0])
 
     def kept_answer(
@@ -339,8 +304,7 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
             for record in records
             if record.kept is not None
         ]
-        self._connection.execute("BEGIN IMMEDIATE")
-        try:
+        with self.db.write():
             session_ids = [self._session_of(record, now) for record in records]
             messages = [
                 (session_id, role, content, moment)
@@ -349,32 +313,32 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
                 for role, content in record.messages
             ]
             if messages:
-                self._connection.executemany(
+                self.db.executemany(
                     "INSERT INTO messages (session_id, role, content, created_at) "
                     "VALUES (?, ?, ?, ?)",
                     messages,
                 )
             if kept:
-                self._connection.executemany(
-                    "INSERT OR REPLACE INTO kept_answers (owner, namespace, request_hash, "
-                    "receipt_id, model, answer, created_at, expires_at, cost_usd) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.db.executemany(
+                    "INSERT INTO kept_answers (owner, namespace, request_hash, receipt_id, "
+                    "model, answer, created_at, expires_at, cost_usd) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (owner, namespace, request_hash) DO UPDATE SET "
+                    "receipt_id = excluded.receipt_id, model = excluded.model, "
+                    "answer = excluded.answer, created_at = excluded.created_at, "
+                    "expires_at = excluded.expires_at, cost_usd = excluded.cost_usd",
                     [(k.owner, k.namespace, k.request_hash, k.receipt_id, k.model, k.answer,
                       k.created_at.timestamp(), epoch_of(k.expires_at), k.cost_usd)
                      for k in kept],
                 )  # fmt: skip
             placeholders = ", ".join("?" for _ in RECEIPT_COLUMNS)
-            self._connection.executemany(
+            self.db.executemany(
                 f"INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)}) VALUES ({placeholders})",
                 [
                     receipt_row(record.receipt.model_copy(update={"session_id": session_id}))
                     for record, session_id in zip(records, session_ids, strict=True)
                 ],
             )
-            self._connection.execute("COMMIT")
-        except BaseException:
-            self._connection.execute("ROLLBACK")
-            raise
         return session_ids
 
 

@@ -1,0 +1,205 @@
+"""The seam between the store's logic and the database it runs on.
+
+Everything the store does (claims, kept answers, receipts, jobs, working and agent state) is
+written once, in SyncStore and its mixins, against `Database`: one connection, used by one
+thread at a time, that runs SQL written in the subset SQLite and PostgreSQL share (`?` for a
+parameter, `ON CONFLICT` for an upsert, `RETURNING`). What the two cannot share lives behind
+this interface: how a write transaction shuts other writers out, full-text search (FTS5 on
+SQLite; token arrays on PostgreSQL, matched the way FTS5 matches), a handful of expressions,
+and what an erasure must do to leave no copy behind. `SqliteDatabase` is here;
+`PostgresDatabase` is in postgres.py, so SQLite users never import psycopg.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from ..errors import ConstraintError
+from .rows import busy_or, damaged
+from .search import ClaimSearch, SqliteClaimSearch
+
+Dialect = Literal["sqlite", "postgresql"]
+
+# Fills term_counts from every claim's search key (space-separated content words).
+COUNT_TERMS = """
+    INSERT INTO term_counts (owner, term, n)
+    WITH RECURSIVE split (owner, term, rest) AS (
+        SELECT owner, '', search_key || ' ' FROM claims
+        UNION ALL
+        SELECT owner, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
+        FROM split WHERE rest <> ''
+    )
+    SELECT owner, term, count(*) FROM split WHERE term <> '' GROUP BY owner, term
+"""
+
+#: How long truncate_wal goes on trying, and waits between tries, when its checkpoint meets
+#: another connection's (SQLite answers busy at once then, without the lock timeout's wait).
+_TRUNCATE_RETRY_SECONDS = 1.0
+_TRUNCATE_PAUSE = 0.05
+_SECURE_DELETE = {0: "OFF", 1: "ON", 2: "FAST"}
+
+
+class Database(Protocol):
+    """One connection to a store's database, for one thread at a time."""
+
+    #: Where the store is, as messages name it: a file's path, or a URL without its password.
+    label: str
+    dialect: Dialect
+
+    @property
+    def search(self) -> ClaimSearch:
+        """The claims' full-text lookups, as this database does them (see search.py)."""
+        ...
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Run one statement and return its rows (none for a write without RETURNING)."""
+        ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; return how many rows it changed."""
+        ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement once per row of parameters."""
+        ...
+
+    def write(self, *, erasing: bool = False) -> Any:
+        """A context manager: one write transaction, committed at its end (rolled back on
+        an exception). Writers are serialized, as SQLite serializes them, so what a
+        transaction reads stays true until it commits: every read-then-write in the store
+        (compare-and-swap, a job's launch key, a claim's identity) relies on this. With
+        `erasing`, rows it deletes or replaces leave no copy in the database's pages."""
+        ...
+
+    def set_lock_timeout(self, seconds: float) -> None:
+        """How long a write transaction waits for another's before StoreBusyError."""
+        ...
+
+    def after_erasure(self) -> bool:
+        """Remove what an erasure left outside the table's live pages (SQLite's WAL); False
+        when other connections kept it from finishing (the next call finishes the job)."""
+        ...
+
+    def text_bytes(self, column: str) -> str:
+        """An SQL expression: the UTF-8 length in bytes of a text column."""
+        ...
+
+    def utc_period(self, period_format: str, column: str) -> str:
+        """An SQL expression naming the UTC period (strftime's `%Y-%m-%d` or
+        `%Y-%m-%dT%H:00Z`) an epoch column falls in."""
+        ...
+
+    def recount_terms(self) -> None:
+        """Rebuild term_counts from every claim's search key (inside a write)."""
+        ...
+
+
+class SqliteDatabase:
+    """A SQLite connection (the embedded default): WAL, one writer at a time by BEGIN
+    IMMEDIATE, FTS5 for search."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection = connection
+        self.path = path
+        self.label = str(path)
+        self.search = SqliteClaimSearch(self)
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._errors():
+            return self.connection.execute(sql, params).fetchall()
+        raise AssertionError("unreachable")  # pragma: no cover - for mypy
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._errors():
+            return self.connection.execute(sql, params).rowcount
+        raise AssertionError("unreachable")  # pragma: no cover - for mypy
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._errors():
+            self.connection.executemany(sql, rows)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors as the store's: busy past the lock timeout, a refused constraint,
+        a damaged file."""
+        try:
+            yield
+        except sqlite3.IntegrityError as error:
+            raise ConstraintError(f"{self.label}: {error}") from error
+        except sqlite3.OperationalError as error:
+            busy = busy_or(error, self.path)
+            raise (busy if busy is not error else damaged(self.path, error)) from error
+        except sqlite3.DatabaseError as error:
+            raise damaged(self.path, error) from error
+
+    @contextmanager
+    def write(self, *, erasing: bool = False) -> Iterator[None]:
+        if not erasing:
+            with self._immediate():
+                yield
+            return
+        # secure_delete is a setting of the connection, not the file: on for erasures only
+        # (zeroing costs other tables' deletes I/O they need not pay), then set back.
+        was = self.connection.execute("PRAGMA secure_delete").fetchone()[0]
+        self.connection.execute("PRAGMA secure_delete = ON")
+        try:
+            with self._immediate():
+                yield
+        finally:
+            self.connection.execute(f"PRAGMA secure_delete = {_SECURE_DELETE.get(was, 'ON')}")
+
+    @contextmanager
+    def _immediate(self) -> Iterator[None]:
+        try:
+            self.connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            # Another writer held the lock past the store's lock timeout: StoreBusyError.
+            busy = busy_or(error, self.path)
+            raise (busy if busy is not error else damaged(self.path, error)) from error
+        except sqlite3.DatabaseError as error:
+            raise damaged(self.path, error) from error
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        try:
+            self.connection.execute("COMMIT")
+        except sqlite3.OperationalError as error:
+            self.connection.execute("ROLLBACK")
+            raise busy_or(error, self.path) from error
+
+    def set_lock_timeout(self, seconds: float) -> None:
+        self.connection.execute(f"PRAGMA busy_timeout = {round(seconds * 1000)}")
+
+    def after_erasure(self) -> bool:
+        # Copy the whole WAL into the database file and cut it to zero bytes, so no earlier
+        # frame of a deleted row is left on disk.
+        deadline = time.monotonic() + _TRUNCATE_RETRY_SECONDS
+        while True:
+            try:
+                busy = self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.OperationalError:
+                busy = 1  # locked by another connection, as a busy answer says too
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_TRUNCATE_PAUSE)
+
+    def text_bytes(self, column: str) -> str:
+        return f"length(CAST({column} AS BLOB))"
+
+    def utc_period(self, period_format: str, column: str) -> str:
+        return f"strftime('{period_format}', {column}, 'unixepoch')"
+
+    def recount_terms(self) -> None:
+        self.execute("DELETE FROM term_counts")
+        self.execute(COUNT_TERMS)

@@ -1,0 +1,332 @@
+"""The claims' full-text lookups, one implementation per database, with the same answers.
+
+SQLite keeps an FTS5 index (tokenizer unicode61) over each claim's question, answer and
+search key. PostgreSQL has no FTS5; there each claim carries the tokens FTS5 would make
+(fts_tokens.py): `search_tokens`, those of its search key, and `text_tokens`, those of its
+question and answer, both text[] with a GIN index, found by array containment. A word that is
+several tokens ("3.11") is a phrase to FTS5, so rows found by containment are then kept only
+where the phrase's tokens stand together, as FTS5 keeps them; ranked search computes FTS5's
+bm25 from the same counts FTS5 uses. So the gate finds the same candidates in the same order
+on both, and decides the same (tests/test_backends.py plays the replays on both to check).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+from ..models import Claim
+from .fts_tokens import fts_tokens, holds_all, holds_phrase
+from .rows import QUALIFIED_CLAIM_COLUMNS, fts_all, fts_phrase, row_to_claim
+
+#: How a ranked search combines its words: every one must occur, or any one.
+Combine = Literal["all", "any"]
+
+# FTS5's bm25 constants (fts5_aux.c), for PostgreSQL's copy of its ranking.
+_K1 = 1.2
+_B = 0.75
+
+
+class Rows(Protocol):
+    """The part of a Database (database.py) the searches use."""
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+
+class ClaimSearch(Protocol):
+    """What the gate, `claims search` and the working set ask of the full-text index."""
+
+    #: An SQL expression for a claim's owner, in a query that reads claims by rowid.
+    owner_by_rowid: str
+
+    def index_columns(self) -> tuple[str, ...]:
+        """The columns a claim's insert fills beyond its own (index data), in order."""
+        ...
+
+    def index_values(self, question: str, answer: str, search_key: str) -> tuple[Any, ...]:
+        """The values of index_columns() for a claim with this text."""
+        ...
+
+    def after_rekey(self, rowids: Sequence[int]) -> None:
+        """Bring the index of these claims up to their new search keys (inside a write)."""
+        ...
+
+    def holding_all(
+        self, owner: str, groups: Sequence[Sequence[str]], limit: int, *, key: str | None = None
+    ) -> list[Claim]:
+        """The owner's claims with search key `key` (when given), then those whose search key
+        holds every word of any one of `groups`; each part by rowid, at most `limit` in all
+        (a claim in both parts comes once)."""
+        ...
+
+    def rowids_holding(self, word: str, owner: str) -> list[int]:
+        """Rowids of claims whose search key holds `word`, ascending; the owner's at least
+        (SQLite reads the word's whole doclist; the caller checks owners)."""
+        ...
+
+    def ranked(
+        self,
+        owner: str,
+        words: Sequence[str],
+        combine: Combine,
+        limit: int,
+        *,
+        live_at: float | None = None,
+    ) -> list[Claim]:
+        """The owner's claims whose question or answer holds the words (all or any), best
+        first by FTS5's bm25; with `live_at`, only live claims unexpired at that epoch."""
+        ...
+
+
+_LIVE = " AND c.status = 'live' AND (c.expires_at IS NULL OR c.expires_at > ?)"
+
+
+class SqliteClaimSearch:
+    """FTS5 over claims_fts (see migrations.py)."""
+
+    owner_by_rowid = "+c.owner"  # "+": look the rows up by rowid, not by the owner's index
+
+    def __init__(self, db: Rows) -> None:
+        self.db = db
+
+    def index_columns(self) -> tuple[str, ...]:
+        return ()  # the FTS5 index follows the claims table by trigger
+
+    def index_values(self, question: str, answer: str, search_key: str) -> tuple[Any, ...]:
+        return ()
+
+    def after_rekey(self, rowids: Sequence[int]) -> None:
+        return None  # by trigger
+
+    def _matching(
+        self, match: str, owner: str, limit: int, *, ranked: bool, where: str = "", params: Any = ()
+    ) -> list[Claim]:
+        # CROSS JOIN keeps FTS5 first in the plan; otherwise SQLite may walk the owner's
+        # claims and match each one.
+        order = " ORDER BY claims_fts.rank" if ranked else ""
+        rows = self.db.fetchall(
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS} "
+            "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+            f"WHERE claims_fts MATCH ? AND c.owner = ?{where}{order} LIMIT ?",
+            (match, owner, *params, limit),
+        )
+        return [row_to_claim(row) for row in rows]
+
+    def holding_all(
+        self, owner: str, groups: Sequence[Sequence[str]], limit: int, *, key: str | None = None
+    ) -> list[Claim]:
+        match = " OR ".join(fts_all(group) for group in groups if group)
+        if key is None:
+            return self._matching(match, owner, limit, ranked=False) if match else []
+        sql = (
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS} FROM claims c WHERE c.owner = ? AND c.search_key = ?"
+        )
+        params: list[Any] = [owner, key]
+        if match:
+            # UNION ALL runs left to right: same-content questions come first, within LIMIT.
+            sql += (
+                f" UNION ALL SELECT {QUALIFIED_CLAIM_COLUMNS} "
+                "FROM claims_fts CROSS JOIN claims c ON c.rowid = claims_fts.rowid "
+                "WHERE claims_fts MATCH ? AND c.owner = ?"
+            )
+            params += [match, owner]
+        rows = self.db.fetchall(sql + " LIMIT ?", [*params, limit])
+        unique = {row[0]: row for row in rows}  # a claim can come from both halves
+        return [row_to_claim(row) for row in unique.values()]
+
+    def rowids_holding(self, word: str, owner: str) -> list[int]:
+        rows = self.db.fetchall(
+            "SELECT rowid FROM claims_fts WHERE claims_fts MATCH ?", (fts_all([word]),)
+        )
+        return [int(row[0]) for row in rows]
+
+    def ranked(
+        self,
+        owner: str,
+        words: Sequence[str],
+        combine: Combine,
+        limit: int,
+        *,
+        live_at: float | None = None,
+    ) -> list[Claim]:
+        if combine == "all":
+            match = " AND ".join("{question answer} : " + fts_phrase(w) for w in words)
+        else:
+            match = "{question answer} : (" + " OR ".join(fts_phrase(w) for w in words) + ")"
+        if live_at is None:
+            return self._matching(match, owner, limit, ranked=True)
+        return self._matching(match, owner, limit, ranked=True, where=_LIVE, params=(live_at,))
+
+
+class PostgresClaimSearch:
+    """FTS5's answers from token arrays (see the module's docstring)."""
+
+    owner_by_rowid = "c.owner"
+
+    def __init__(self, db: Rows) -> None:
+        self.db = db
+
+    def index_columns(self) -> tuple[str, ...]:
+        return ("search_tokens", "text_tokens", "token_count")
+
+    def index_values(self, question: str, answer: str, search_key: str) -> tuple[Any, ...]:
+        asked, said, key = fts_tokens(question), fts_tokens(answer), fts_tokens(search_key)
+        return (list(key), sorted(set(asked) | set(said)), len(asked) + len(said) + len(key))
+
+    def after_rekey(self, rowids: Sequence[int]) -> None:
+        for start in range(0, len(rowids), 500):
+            block = list(rowids[start : start + 500])
+            rows = self.db.fetchall(
+                "SELECT rowid, question, answer, search_key FROM claims WHERE rowid = ANY(?)",
+                (block,),
+            )
+            self.db.executemany(
+                "UPDATE claims SET search_tokens = ?, text_tokens = ?, token_count = ? "
+                "WHERE rowid = ?",
+                [(*self.index_values(q, a, k), rowid) for rowid, q, a, k in rows],
+            )
+
+    def holding_all(
+        self, owner: str, groups: Sequence[Sequence[str]], limit: int, *, key: str | None = None
+    ) -> list[Claim]:
+        found: dict[str, Claim] = {}
+        if key is not None:
+            rows = self.db.fetchall(
+                f"SELECT {QUALIFIED_CLAIM_COLUMNS} FROM claims c "
+                "WHERE c.owner = ? AND c.search_key = ? ORDER BY c.rowid LIMIT ?",
+                (owner, key, limit),
+            )
+            found = {row[0]: row_to_claim(row) for row in rows}
+        # FTS5's LIMIT counts a claim in both parts twice: so does this.
+        left = limit - len(found)
+        wanted = [list(group) for group in groups if group]
+        if not wanted or left <= 0:
+            return list(found.values())
+        # Each group by containment of its tokens, then FTS5's phrase test where a word is
+        # several tokens; a row any group holds is one match, in rowid order, as FTS5 gives
+        # an OR of its rows.
+        phrases = [[fts_tokens(word) for word in group] for group in wanted]
+        exact = all(len(p) == 1 for group in phrases for p in group)
+        clauses = " OR ".join("c.search_tokens @> ?" for _ in phrases)
+        params: list[Any] = [owner]
+        params += [sorted({t for p in group for t in p}) for group in phrases]
+        sql = (
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS}, c.search_key FROM claims c "
+            f"WHERE c.owner = ? AND ({clauses}) ORDER BY c.rowid"
+        )
+        if exact:
+            sql += " LIMIT ?"
+            params.append(left)
+        for row in self.db.fetchall(sql, params):
+            if not exact:
+                tokens = fts_tokens(row[-1])
+                if not any(holds_all(tokens, group) for group in wanted):
+                    continue
+            found.setdefault(row[0], row_to_claim(row[:-1]))
+            left -= 1
+            if left <= 0:
+                break
+        return list(found.values())
+
+    def rowids_holding(self, word: str, owner: str) -> list[int]:
+        phrase = fts_tokens(word)
+        rows = self.db.fetchall(
+            "SELECT rowid, search_key FROM claims WHERE owner = ? AND search_tokens @> ? "
+            "ORDER BY rowid",
+            (owner, sorted(set(phrase))),
+        )
+        if len(phrase) == 1:
+            return [int(row[0]) for row in rows]
+        return [int(row[0]) for row in rows if holds_phrase(fts_tokens(row[1]), phrase)]
+
+    def ranked(
+        self,
+        owner: str,
+        words: Sequence[str],
+        combine: Combine,
+        limit: int,
+        *,
+        live_at: float | None = None,
+    ) -> list[Claim]:
+        phrases = [fts_tokens(word) for word in words]
+        if limit <= 0 or not phrases or (combine == "all" and not all(phrases)):
+            return []
+        phrases = [p for p in phrases if p]
+        if not phrases:
+            return []
+        everything = sorted({t for p in phrases for t in p})
+        test = "@>" if combine == "all" else "&&"
+        where = "c.owner = ? AND c.text_tokens " + test + " ?"
+        params: list[Any] = [owner, everything]
+        if live_at is not None:
+            where += _LIVE
+            params.append(live_at)
+        rows = self.db.fetchall(
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS}, c.rowid, c.search_key FROM claims c "
+            f"WHERE {where} ORDER BY c.rowid",
+            params,
+        )
+        scored: list[tuple[float, int, Claim]] = []
+        idf: list[float] | None = None
+        average = 0.0
+        for row in rows:
+            claim = row_to_claim(row[:-2])
+            asked, said = fts_tokens(claim.question), fts_tokens(claim.answer)
+            freq = [_instances(asked, p) + _instances(said, p) for p in phrases]
+            if (combine == "all" and not all(freq)) or not any(freq):
+                continue
+            if idf is None:
+                idf, average = self._bm25_corpus(phrases)
+            size = len(asked) + len(said) + len(fts_tokens(row[-1]))
+            score = 0.0
+            for weight, hits in zip(idf, freq, strict=True):
+                score += (
+                    weight * (hits * (_K1 + 1.0)) / (hits + _K1 * (1 - _B + _B * size / average))
+                )
+            scored.append((-score, int(row[-2]), claim))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        return [claim for _rank, _rowid, claim in scored[:limit]]
+
+    def _bm25_corpus(self, phrases: Sequence[Sequence[str]]) -> tuple[list[float], float]:
+        """Each phrase's inverse document frequency over every claim (FTS5 counts the whole
+        table, every owner's rows) and the average claim length in tokens, as bm25 takes them."""
+        ((count, total),) = self.db.fetchall(
+            "SELECT count(*), coalesce(sum(token_count), 0) FROM claims"
+        )
+        count, total = int(count), int(total)
+        idf: list[float] = []
+        for phrase in phrases:
+            if len(phrase) == 1:
+                ((hits,),) = self.db.fetchall(
+                    "SELECT count(*) FROM claims WHERE text_tokens @> ?", (list(phrase),)
+                )
+            else:
+                rows = self.db.fetchall(
+                    "SELECT question, answer FROM claims WHERE text_tokens @> ?",
+                    (sorted(set(phrase)),),
+                )
+                hits = sum(
+                    1
+                    for question, answer in rows
+                    if holds_phrase(fts_tokens(question), phrase)
+                    or holds_phrase(fts_tokens(answer), phrase)
+                )
+            value = math.log((count - int(hits) + 0.5) / (int(hits) + 0.5))
+            idf.append(value if value > 0.0 else 1e-6)
+        return idf, total / count if count else 1.0
+
+
+def _instances(tokens: Sequence[str], phrase: Sequence[str]) -> int:
+    """How many times `phrase` stands in `tokens` (FTS5's instances of a phrase)."""
+    width = len(phrase)
+    if width == 1:
+        return tokens.count(phrase[0])
+    first = phrase[0]
+    return sum(
+        1
+        for start in range(len(tokens) - width + 1)
+        if tokens[start] == first and list(tokens[start : start + width]) == list(phrase)
+    )

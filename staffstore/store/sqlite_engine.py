@@ -1,0 +1,189 @@
+"""The SQLite backend's connection (the embedded default): one aiosqlite connection, whose
+own thread runs the store's synchronous work (StaffStore.run_sync), and its opening: WAL,
+the header check and the numbered migrations, applied automatically.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from ..errors import CorruptStoreError, ForeignStoreError, MissingStoreError, StoreError
+from .database import Database, SqliteDatabase
+from .migrations import APPLICATION_ID, MIGRATIONS
+from .rows import busy_or, damaged
+
+T = TypeVar("T")
+
+
+def _check_not_directory(path: Path) -> None:
+    # A stat, never an open: closing any descriptor of the database file drops every POSIX
+    # lock this process holds on it, a server's connection's included, and another process
+    # closing its own connection then deletes the WAL the server still commits to ("How To
+    # Corrupt An SQLite Database File", 2.2). Whether the file is SQLite's at all, SQLite
+    # itself says when _prepare first reads it (rows.damaged names the answer).
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a database file")
+
+
+class SqliteEngine:
+    """One SQLite connection and the thread that owns it."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path, lock_timeout: float) -> None:
+        self._db = db
+        self.path = path
+        self.lock_timeout = lock_timeout
+        self._database: SqliteDatabase | None = None
+
+    @classmethod
+    async def connect(cls, path: Path, *, lock_timeout: float, create: bool) -> SqliteEngine:
+        """Open (creating and migrating as needed) the SQLite store at `path`.
+
+        With `create=False` a missing file is MissingStoreError rather than a new store.
+        Another program's SQLite file is ForeignStoreError, untouched.
+        """
+        if not create and not path.exists():
+            raise MissingStoreError(f"no database at {path} (check --db or $STAFFSTORE_DB)")
+        _check_not_directory(path)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open {path}: {error}") from error
+        engine = cls(db, path, lock_timeout)
+        try:
+            await engine._prepare()
+        except sqlite3.DatabaseError as error:
+            await db.close()
+            raise CorruptStoreError(
+                f"{path} is damaged or not a staffstore database: {error}"
+            ) from error
+        except BaseException:
+            await db.close()
+            raise
+        return engine
+
+    async def _prepare(self) -> None:
+        await self._db.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
+        # Before anything that writes: WAL mode alone would change another program's file.
+        # Its first read of the file, so a file that is not SQLite's at all fails here too.
+        await self._check_ours()
+        await self._db.execute("PRAGMA journal_mode = WAL")
+        await self._db.execute("PRAGMA synchronous = NORMAL")
+        await self._db.execute("PRAGMA foreign_keys = ON")
+        # The gate reads index and claim pages at random: a larger page cache and memory-mapped
+        # reads keep its slowest lookups from waiting on read() calls.
+        await self._db.execute("PRAGMA cache_size = -65536")  # 64 MiB
+        await self._db.execute("PRAGMA mmap_size = 268435456")  # 256 MiB
+        await self.migrate()
+
+    async def _check_ours(self) -> None:
+        """Refuse a SQLite file another program made, before anything is written to it.
+
+        Ours carry APPLICATION_ID; a file without any mark is new (no tables) or was made by
+        a staffstore from before the mark (its schema version and tables say so).
+        """
+        mark = await self._pragma_int("application_id")
+        if mark == APPLICATION_ID:
+            return
+        if mark == 0:
+            rows = await self._fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {str(row[0]) for row in rows}
+            if not tables or (
+                await self._pragma_int("user_version") > 0 and {"claims", "receipts"} <= tables
+            ):
+                return
+        raise ForeignStoreError(
+            f"{self.path} is another program's SQLite database, not a staffstore one "
+            "(left untouched; pass another --db)"
+        )
+
+    async def _pragma_int(self, name: str) -> int:
+        row = await self._fetchone(f"PRAGMA {name}")
+        return int(row[0]) if row else 0
+
+    async def migrate(self) -> int:
+        """Apply the migrations this file has not seen yet, and mark the file as staffstore's
+        (PRAGMA application_id); return the schema version."""
+        version = await self._schema_version()
+        marked = await self._pragma_int("application_id") == APPLICATION_ID
+        while version < len(MIGRATIONS) or not marked:
+            async with self._transaction():
+                # Read again under the write lock: another process opening the same new file
+                # may have applied this step while we waited for it.
+                version = await self._schema_version()
+                if not marked:
+                    await self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    marked = True
+                if version < len(MIGRATIONS):
+                    for statement in MIGRATIONS[version]:
+                        await self._db.execute(statement)
+                    version += 1
+                    await self._db.execute(f"PRAGMA user_version = {version}")
+        return len(MIGRATIONS)
+
+    async def _schema_version(self) -> int:
+        async with self._db.execute("PRAGMA user_version") as cursor:
+            row = await cursor.fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path} was written by a newer staffstore (schema {version}); "
+                "upgrade staffstore to open it"
+            )
+        return version
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def defer_checkpoints(self, fallback_pages: int) -> None:
+        """Leave WAL checkpoints to another connection (see checkpointer.py); checkpoint here
+        only once the WAL holds `fallback_pages` pages."""
+        await self._db.execute(f"PRAGMA wal_autocheckpoint = {int(fallback_pages)}")
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        # One trip to the database thread; execute, fetchall and close would be three.
+        try:
+            return list(await self._db.execute_fetchall(sql, params))
+        except sqlite3.DatabaseError as error:
+            raise damaged(self.path, error) from error
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        rows = await self._fetchall(sql, params)
+        return rows[0] if rows else None
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        try:
+            await self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise busy_or(error, self.path) from error
+        try:
+            yield
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+        await self._db.execute("COMMIT")
+
+    async def run(self, work: Callable[[Database], T]) -> T:
+        """Run `work` on the connection's own thread and return its result: however many
+        statements it runs, the caller waits for one round trip, not one per statement.
+
+        `work` must not wait on anything but the database: every other query waits for it.
+        """
+
+        def on_thread() -> T:
+            if self._database is None:
+                self._database = SqliteDatabase(self._db._conn, self.path)
+            return work(self._database)
+
+        # aiosqlite has no public call for this; _execute (untyped) queues a function for the
+        # thread that owns the connection, as each of aiosqlite's own methods does.
+        result: T = await self._db._execute(on_thread)  # type: ignore[no-untyped-call]
+        return result
