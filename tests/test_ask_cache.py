@@ -23,6 +23,9 @@ from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
 from staffstore.upstream import OpenRouter
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 KEY = "sk-or-v1-ask-cache-test-key"
 QUESTION = "Which port does the metrics endpoint use?"
 

@@ -12,6 +12,9 @@ from staffstore.gate import query_first
 from staffstore.models import Claim, Decision, NewClaim, Turn
 from staffstore.store import StaffStore
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 if TYPE_CHECKING:
     from conftest import PutClaim
 

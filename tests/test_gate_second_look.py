@@ -38,6 +38,9 @@ from staffstore.text.slots import (
 )
 from staffstore.text.words import words
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 if TYPE_CHECKING:
     from conftest import PutClaim
 

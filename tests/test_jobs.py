@@ -36,6 +36,9 @@ from staffstore.jobs import (
 from staffstore.models import Job
 from staffstore.store import StaffStore
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 WORKER = Path(__file__).with_name("jobs_worker.py")
 QUESTION = "Which tests are flaky in the ledger replay?"
 ANSWER = "test_ledger_order fails one run in ten."

@@ -15,6 +15,9 @@ from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
 from staffstore.upstream import API_KEY_ENV, OpenRouter
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 if TYPE_CHECKING:
     from conftest import PutClaim
 

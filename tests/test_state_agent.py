@@ -3,7 +3,6 @@ keyed scope hashes, retention and its sweep, erasure with proof, export, owner i
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +14,9 @@ from staffstore.errors import InputError, MissingScopeKeyError
 from staffstore.state import AgentState, Scope, load_schema
 from staffstore.state.config import scope_key_from_env
 from staffstore.store import StaffStore
+
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
 
 KEY = b"test-scope-key-0123456789abcdef"
 START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -236,20 +238,24 @@ async def test_a_mode_the_schema_does_not_allow_is_an_input_error(
 # -- the scope id is never stored in clear --------------------------------------------------------
 
 
+async def _rows(store: StaffStore, sql: str) -> list[Any]:
+    """Rows as the store's own connection reads them, on either backend."""
+    return await store.run_sync(lambda sync: sync.fetchall(sql))
+
+
 async def test_the_scope_id_and_subject_are_stored_only_as_keyed_hashes(
-    states: AgentState, db_path: Path
+    states: AgentState, store: StaffStore
 ) -> None:
     await states.put("shop", CONVO, {"step": "sizes"}, subject="alice@example.com")
-    raw = db_path.read_bytes() + (
-        db_path.with_name(db_path.name + "-wal").read_bytes()
-        if db_path.with_name(db_path.name + "-wal").exists()
-        else b""
-    )
+    if store.path is not None:  # SQLite: the file's bytes, and its WAL's
+        wal = store.path.with_name(store.path.name + "-wal")
+        raw = store.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    else:  # PostgreSQL: every column of every row
+        raw = repr(await _rows(store, "SELECT * FROM agent_states")).encode()
     assert b"+1-555-0100" not in raw and b"alice@example.com" not in raw
-    with sqlite3.connect(db_path) as connection:
-        (scope_hash, subject_hash), *_ = connection.execute(
-            "SELECT scope_hash, subject_hash FROM agent_states"
-        ).fetchall()
+    (scope_hash, subject_hash), *_ = await _rows(
+        store, "SELECT scope_hash, subject_hash FROM agent_states"
+    )
     assert scope_hash == states.scope_hash(CONVO) and subject_hash == states.subject_hash(
         "alice@example.com"
     )
@@ -284,7 +290,7 @@ async def test_another_owner_reads_nothing_and_erases_nothing(
 
 
 async def test_an_expired_field_is_never_served_and_leaves_with_the_next_write(
-    states: AgentState, clock: Clock, db_path: Path
+    states: AgentState, clock: Clock
 ) -> None:
     await states.put("shop", CONVO, {"step": "sizes", "cart_note": "size 42 for Ana"})
     clock.now += timedelta(days=6)
@@ -293,8 +299,7 @@ async def test_an_expired_field_is_never_served_and_leaves_with_the_next_write(
     clock.now += timedelta(days=1)  # seven days after the note's own last write
     assert (await states.read("shop", CONVO)).body == {"step": "checkout"}
     await states.put("shop", CONVO, {"items": 1})
-    with sqlite3.connect(db_path) as connection:
-        (body,) = connection.execute("SELECT body FROM agent_states").fetchone()
+    ((body,),) = await _rows(states.store, "SELECT body FROM agent_states")
     assert "size 42" not in body
 
 
@@ -308,7 +313,7 @@ async def test_a_whole_state_past_retention_reads_as_never_written(
 
 
 async def test_the_sweep_removes_expired_states_and_fields(
-    states: AgentState, clock: Clock, db_path: Path
+    states: AgentState, clock: Clock
 ) -> None:
     other = Scope(kind="conversation", id="c-2")
     await states.put("shop", CONVO, {"step": "sizes", "cart_note": "private"})
@@ -317,22 +322,20 @@ async def test_the_sweep_removes_expired_states_and_fields(
     clock.now += timedelta(days=23)  # CONVO 31 days old, other 23, other's fields fine
     report = await states.sweep()
     assert (report.states_removed, report.states_trimmed) == (1, 0)
-    with sqlite3.connect(db_path) as connection:
-        rows = connection.execute("SELECT body FROM agent_states").fetchall()
+    rows = await _rows(states.store, "SELECT body FROM agent_states")
     assert rows == [('{"step":"done"}',)]
 
 
 async def test_the_sweep_trims_expired_fields_without_a_new_version(
-    states: AgentState, clock: Clock, db_path: Path
+    states: AgentState, clock: Clock
 ) -> None:
     await states.put("shop", CONVO, {"step": "sizes", "cart_note": "private"})
     clock.now += timedelta(days=7)
     report = await states.sweep()
     assert report.states_trimmed == 1
-    with sqlite3.connect(db_path) as connection:
-        assert connection.execute("SELECT body, version FROM agent_states").fetchall() == [
-            ('{"step":"sizes"}', 1)
-        ]
+    assert await _rows(states.store, "SELECT body, version FROM agent_states") == [
+        ('{"step":"sizes"}', 1)
+    ]
 
 
 # -- erasure and export ---------------------------------------------------------------------------

@@ -27,6 +27,9 @@ from staffstore.state.checks import check_agent, check_key, check_owner
 from staffstore.state.section import FIELD_CUT, render_section
 from staffstore.store import StaffStore
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 KEY = b"hardening-scope-key-0123456789ab"
 AT = datetime(2026, 8, 13, 9, 30, tzinfo=UTC)
 TASK = Scope(kind="task", id="t-36")

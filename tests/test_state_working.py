@@ -14,6 +14,9 @@ from staffstore.state import StateConfig, WorkingState, render_section
 from staffstore.state.section import utf8_len
 from staffstore.store import StaffStore
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 START = datetime(2026, 8, 13, 9, 4, tzinfo=UTC)
 
 

@@ -17,6 +17,9 @@ from staffstore.models import NewClaim, Receipt
 from staffstore.store import StaffStore
 from staffstore.store.migrations import MIGRATIONS
 
+#: The store suite runs on both backends (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 if TYPE_CHECKING:
     from conftest import PutClaim
 
@@ -60,14 +63,17 @@ def _receipt(owner: str, receipt_id: str = "rcpt_test") -> Receipt:
 # -- opening and connection settings ----------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 async def test_store_file_is_in_wal_mode(store: StaffStore) -> None:
     assert await _pragma(store, "journal_mode") == "wal"
 
 
+@pytest.mark.sqlite_only
 async def test_store_connection_enforces_foreign_keys(store: StaffStore) -> None:
     assert await _pragma(store, "foreign_keys") == 1
 
 
+@pytest.mark.sqlite_only
 async def test_store_connection_sets_a_busy_timeout(store: StaffStore) -> None:
     assert int(await _pragma(store, "busy_timeout")) > 0  # type: ignore[call-overload]
 

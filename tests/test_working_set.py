@@ -10,6 +10,9 @@ from staffstore.models import Claim, Turn, WorkingSet
 from staffstore.store import StaffStore
 from staffstore.working_set import CUT_MARKER, DEFAULT_SYSTEM, build_working_set
 
+#: Runs on SQLite and on PostgreSQL (conftest.py).
+pytestmark = pytest.mark.both_backends
+
 if TYPE_CHECKING:
     from conftest import PutClaim
 

@@ -5,8 +5,9 @@ every word a quoted phrase, all of them in the `search_key` column. A store with
 (PostgreSQL) keeps, per claim, the tokens that FTS5's unicode61 tokenizer yields for its
 search_key (fts_tokens), narrows by array containment, and keeps the rows for which holds_all
 is true. Both backends must find exactly the same claims, so this is a port of SQLite's code,
-not an approximation of it: Unicode's own tables (unicodedata) disagree with SQLite's in
-thousands of places, because SQLite's are older and have quirks of their own.
+not an approximation of it: Python's unicodedata (Unicode 14) and SQLite's tables (Unicode 6.1,
+with quirks of their own) disagree on whether 3,237 assigned code points are token characters
+(2,200 of them symbols, emoji mostly, added since), and on some 830,000 unassigned ones.
 
 What unicode61 does, with its default options (categories "L* N* Co", remove_diacritics=1, no
 tokenchars or separators), as fts5_tokenize.c and fts5_unicode2.c (SQLite 3.40.1) have it:
@@ -17,9 +18,9 @@ tokenchars or separators), as fts5_tokenize.c and fts5_unicode2.c (SQLite 3.40.1
   e, U+0301, t is "et", but U+0301, e is "e"). Every other character separates.
 - Token characters are those whose category in SQLite's own table is L*, N* or Co, *and* every
   code point that table leaves out (category 0 is always on): code points unassigned in
-  SQLite's Unicode version (6.1 or so) -- which includes emoji added since, such as U+1F90C --
-  all of planes 3 to 14 but plane 14's few ranges, and all of plane 16. U+FFFE and U+FFFF are
-  read as U+FFFD (a symbol), so they separate.
+  Unicode 6.1 -- so emoji added since, such as U+1F90C, are token characters where older ones
+  such as U+1F600 separate -- all of planes 3 to 13, most of 14, and all of plane 16. U+FFFE
+  and U+FFFF are read as U+FFFD (a symbol), so they separate.
 - Each character is folded: ASCII A-Z to lower case; the rest of the BMP by SQLite's
   case-folding table and then its diacritic table (É to é to e, Ж to ж); the Deseret capitals
   by +40; everything else (the rest of the astral planes) as it is.
@@ -686,7 +687,7 @@ def _fold_table() -> dict[int, str | None]:
 class _Tables(NamedTuple):
     #: Tokens of text that is all ASCII: runs of its token characters (its letters and digits).
     ascii_token: re.Pattern[str]
-    #: Tokens of folded text in the BMP: runs of token characters.
+    #: Tokens of folded text: runs of token characters, the BMP's (see _ASTRAL).
     bmp_token: re.Pattern[str]
     #: _fold_table's.
     fold: dict[int, str | None]
@@ -703,17 +704,17 @@ def _tables() -> _Tables:
     )
 
 
-#: An astral code point. re would test one against the astral classes' ranges one by one, and
-#: every BMP character it failed to find in the classes' bitmap too (five times slower): so
-#: each astral character is swapped for a BMP one of its kind before matching instead.
+#: An astral code point. re would try each character against an astral class's ranges one by
+#: one (every BMP character its bitmap lacks too: five times slower), so bmp_token's class
+#: holds the BMP's separators alone and astral separators are made spaces before it runs.
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 
 
 @lru_cache(maxsize=1024)
-def _bmp_stand_in(char: str) -> str:
-    """A BMP character that tokenizes as the astral `char` does: U+E000 (private use, a token
-    character) or a space."""
-    return "\ue000" if _is_token_char(ord(char)) else " "
+def _astral_as_bmp_sees_it(char: str) -> str:
+    """The astral `char` if it is a token character (to bmp_token's class, any astral one is),
+    else a space."""
+    return char if _is_token_char(ord(char)) else " "
 
 
 def _cut(token: str) -> str:
@@ -735,13 +736,10 @@ def _tokens(text: str) -> tuple[str, ...]:
         # ASCII folds by lower-casing A-Z, which is all str.lower does to ASCII.
         tokens = tables.ascii_token.findall(text.lower())
     else:
-        folded = text.translate(tables.fold)
-        if max(folded, default="") <= "\uffff":
-            tokens = tables.bmp_token.findall(folded)
-        else:
-            # A stand-in is one code point for one, so the tokens' spans are the text's too.
-            stand_ins = _ASTRAL.sub(lambda match: _bmp_stand_in(match[0]), folded)
-            tokens = [folded[m.start() : m.end()] for m in tables.bmp_token.finditer(stand_ins)]
+        folded = text.translate(tables.fold)  # a BMP character folds to one, astral to astral
+        if max(text) > "\uffff":
+            folded = _ASTRAL.sub(lambda match: _astral_as_bmp_sees_it(match[0]), folded)
+        tokens = tables.bmp_token.findall(folded)
     if len(text) > _MAX_TOKEN_BYTES // 4:  # else no token can be over 32768 bytes
         return tuple(_cut(token) for token in tokens)
     return tuple(tokens)

@@ -32,7 +32,7 @@ from ..models import (
 )
 from ..text.matching import normalize
 from .database import Database
-from .rows import datetime_at, datetime_of, epoch_of, now_epoch, upsert
+from .rows import count_where, datetime_at, datetime_of, epoch_of, now_epoch, upsert
 
 T = TypeVar("T")
 
@@ -41,6 +41,7 @@ JOB_COLUMNS = (
     "inputs", "inputs_fingerprint", "launch_key", "command", "runner", "handle", "status",
     "exit_code", "error", "substantive", "expires_at", "created_at", "updated_at", "finished_at",
 )  # fmt: skip
+_ACTIONS = ("launched", "reused", "attached", "lost")
 _SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
 _ACTIVE = f"status IN ({', '.join(repr(status) for status in ACTIVE_JOB_STATUSES)})"
 
@@ -414,9 +415,9 @@ class SyncJobs:
         """Totals over job receipts: dispatches, and how many launched, reused, attached, lost."""
         where, params = ("WHERE owner = ?", [owner]) if owner is not None else ("", [])
         (row,) = self.fetchall(
-            "SELECT count(*), coalesce(sum(action = 'launched'), 0), "
-            "coalesce(sum(action = 'reused'), 0), coalesce(sum(action = 'attached'), 0), "
-            f"coalesce(sum(action = 'lost'), 0) FROM job_receipts {where}",
+            "SELECT count(*), "
+            + ", ".join(count_where(f"action = '{action}'") for action in _ACTIONS)
+            + f" FROM job_receipts {where}",
             params,
         )
         names = ("dispatches", "launched", "reused", "attached", "lost")

@@ -71,8 +71,8 @@ MIGRATIONS: list[list[str]] = [
             search_key {_T} NOT NULL,
             -- FTS5's tokens of search_key in order, and the distinct tokens of question and
             -- answer, with the token count of all three (bm25's document length)
-            search_tokens {_T}[] NOT NULL,
-            text_tokens {_T}[] NOT NULL,
+            search_tokens TEXT[] COLLATE "C" NOT NULL,
+            text_tokens TEXT[] COLLATE "C" NOT NULL,
             token_count INTEGER NOT NULL
         )
         """,

@@ -61,7 +61,15 @@ def _translate(sql: str) -> str:
 
 def _param(value: Any) -> Any:
     # SQLite stores a bool as an integer; the same columns are INTEGER here.
-    return int(value) if isinstance(value, bool) else value
+    if isinstance(value, bool):
+        return int(value)
+    # PostgreSQL's text cannot hold NUL, which SQLite's can: stored (and looked up) as U+FFFD,
+    # so a turn or a receipt holding one is still answered and recorded, never refused.
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_param(item) for item in value]
+    return value
 
 
 def _row(row: Sequence[Any]) -> tuple[Any, ...]:

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from ..models import Ledger, Outcome, Receipt
-from .rows import RECEIPT_COLUMNS, epoch_of, row_to_receipt
+from .rows import RECEIPT_COLUMNS, count_where, epoch_of, row_to_receipt
 
 T = TypeVar("T")
 
@@ -26,29 +26,24 @@ PERIOD_FORMATS: dict[Period, str] = {"day": "%Y-%m-%d", "hour": "%Y-%m-%dT%H:00Z
 _TURN = "status != 'rejected'"
 
 
-def _count(condition: str) -> str:
-    # CASE, not a summed comparison: PostgreSQL has no sum() of booleans.
-    return f"coalesce(sum(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)"
-
-
 _ATTEMPTED, _AVOIDED = "inference_attempted = 1", "inference_avoided = 1"
 _LEDGER_SELECT = ", ".join(
     [
-        _count(_TURN),
-        _count("outcome = 'hit'"),
-        _count(f"outcome = 'miss' AND {_TURN}"),
+        count_where(_TURN),
+        count_where("outcome = 'hit'"),
+        count_where(f"outcome = 'miss' AND {_TURN}"),
         "coalesce(sum(inference_avoided), 0)",
         "coalesce(sum(inference_attempted), 0)",
-        _count(f"{_ATTEMPTED} AND status != 'ok'"),
-        _count(f"inference_avoided = 0 AND inference_attempted = 0 AND {_TURN}"),
+        count_where(f"{_ATTEMPTED} AND status != 'ok'"),
+        count_where(f"inference_avoided = 0 AND inference_attempted = 0 AND {_TURN}"),
         "coalesce(sum(prompt_tokens), 0)",
         "coalesce(sum(completion_tokens), 0)",
         "coalesce(sum(cost_usd), 0.0)",
-        _count(f"{_ATTEMPTED} AND (prompt_tokens IS NULL OR completion_tokens IS NULL)"),
-        _count(f"{_ATTEMPTED} AND cost_usd IS NULL"),
-        _count("status = 'rejected'"),
+        count_where(f"{_ATTEMPTED} AND (prompt_tokens IS NULL OR completion_tokens IS NULL)"),
+        count_where(f"{_ATTEMPTED} AND cost_usd IS NULL"),
+        count_where("status = 'rejected'"),
         f"sum(CASE WHEN {_AVOIDED} THEN avoided_cost_usd END)",
-        _count(f"{_AVOIDED} AND avoided_cost_usd IS NULL"),
+        count_where(f"{_AVOIDED} AND avoided_cost_usd IS NULL"),
     ]
 )
 _LEDGER_NAMES = (

@@ -58,6 +58,12 @@ def as_of(claim: Claim, epoch: float) -> Claim:
     return claim
 
 
+def count_where(condition: str) -> str:
+    """An SQL aggregate: how many rows meet `condition` (0 over none). A CASE, not a summed
+    comparison: PostgreSQL has no sum() of booleans."""
+    return f"coalesce(sum(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)"
+
+
 def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
     """INSERT of one row that replaces the row with the same `key` (an upsert both SQLite and
     PostgreSQL run; SQLite's INSERT OR REPLACE is its own)."""

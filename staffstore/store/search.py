@@ -209,6 +209,11 @@ class PostgresClaimSearch:
         # several tokens; a row any group holds is one match, in rowid order, as FTS5 gives
         # an OR of its rows.
         phrases = [[fts_tokens(word) for word in group] for group in wanted]
+        # A word without a token is a phrase FTS5 matches nowhere: its group holds nothing.
+        kept = [i for i, group in enumerate(phrases) if all(group)]
+        wanted, phrases = [wanted[i] for i in kept], [phrases[i] for i in kept]
+        if not wanted:
+            return list(found.values())
         exact = all(len(p) == 1 for group in phrases for p in group)
         clauses = " OR ".join("c.search_tokens @> ?" for _ in phrases)
         params: list[Any] = [owner]
@@ -233,6 +238,8 @@ class PostgresClaimSearch:
 
     def rowids_holding(self, word: str, owner: str) -> list[int]:
         phrase = fts_tokens(word)
+        if not phrase:
+            return []  # FTS5 matches a phrase without a token nowhere
         rows = self.db.fetchall(
             "SELECT rowid, search_key FROM claims WHERE owner = ? AND search_tokens @> ? "
             "ORDER BY rowid",

@@ -1,0 +1,149 @@
+"""The throwaway PostgreSQL server the PostgreSQL tests run on: real, separate, private, gone.
+
+Each test talks to a real server (the session's, or one of its own) with psycopg, as the
+PostgreSQL store will; none of them mocks the server.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import staffstore.testing_postgres as testing_postgres
+from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
+
+
+def scalar(url: str, query: str) -> object:
+    with psycopg.connect(url, connect_timeout=5) as connection:
+        row = connection.execute(query).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_the_server_answers_a_query(postgres_server: ThrowawayPostgres) -> None:
+    assert postgres_server.url == f"postgresql://postgres@127.0.0.1:{postgres_server.port}/postgres"
+    assert scalar(postgres_server.url, "SELECT 1") == 1
+
+
+def test_each_created_database_is_separate(postgres_server: ThrowawayPostgres) -> None:
+    first = postgres_server.create_database()
+    second = postgres_server.create_database()
+    try:
+        assert first != second
+        with psycopg.connect(first, autocommit=True) as connection:
+            connection.execute("CREATE TABLE t (x int)")
+            connection.execute("INSERT INTO t VALUES (1)")
+        assert scalar(first, "SELECT count(*) FROM t") == 1
+        assert scalar(second, "SELECT to_regclass('t') IS NULL") is True
+        assert scalar(first, "SELECT current_database()") != scalar(
+            second, "SELECT current_database()"
+        )
+    finally:
+        for url in (first, second):
+            postgres_server.drop_database(url.rsplit("/", 1)[1])
+
+
+def test_a_named_database_is_dropped_even_with_a_connection_left_open(
+    postgres_server: ThrowawayPostgres,
+) -> None:
+    url = postgres_server.create_database("left_open")
+    assert url.endswith("/left_open")
+    leftover = psycopg.connect(url)
+    try:
+        postgres_server.drop_database("left_open")
+        exists = "SELECT count(*) FROM pg_database WHERE datname = 'left_open'"
+        assert scalar(postgres_server.url, exists) == 0
+    finally:
+        leftover.close()
+
+
+def test_the_server_listens_only_on_127_0_0_1(postgres_server: ThrowawayPostgres) -> None:
+    assert scalar(postgres_server.url, "SHOW listen_addresses") == "127.0.0.1"
+    assert str(scalar(postgres_server.url, "SELECT inet_server_addr()")) == "127.0.0.1"
+    # Its unix socket is in its own directory, not in a shared one such as /var/run.
+    assert (postgres_server.socket_dir / f".s.PGSQL.{postgres_server.port}").exists()
+    if sys.platform == "linux":
+        # All of 127/8 reaches this host on Linux: a server bound to every address would
+        # accept 127.0.0.2 too.
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.2", postgres_server.port), timeout=2).close()
+
+
+def test_the_test_server_trades_durability_for_speed(postgres_server: ThrowawayPostgres) -> None:
+    for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+        assert scalar(postgres_server.url, f"SHOW {setting}") == "off"
+    assert scalar(postgres_server.url, "SHOW max_connections") == "300"
+
+
+def test_stop_stops_the_server_and_removes_its_directory(postgres_bin: Path) -> None:
+    with ThrowawayPostgres(durable=True, bindir=postgres_bin) as server:
+        directory, url = server.directory, server.url
+        assert (server.data_dir / "PG_VERSION").exists()
+        assert scalar(url, "SHOW fsync") == "on"
+        assert scalar(url, "SHOW synchronous_commit") == "on"
+        server.stop()
+        assert not directory.exists()
+        assert not server.running
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(url, connect_timeout=2)
+    server.stop()  # again, as leaving the block did: harmless
+
+
+def test_a_taken_port_is_skipped(postgres_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        ports = iter([busy])
+        free = testing_postgres._free_port
+        monkeypatch.setattr(testing_postgres, "_free_port", lambda: next(ports, None) or free())
+        with ThrowawayPostgres(bindir=postgres_bin) as server:
+            assert server.port != busy
+            assert scalar(server.url, "SELECT 1") == 1
+
+
+def test_store_url_names_an_empty_store_per_backend(
+    store_url: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    if request.node.callspec.params["store_url"] == "sqlite":
+        assert store_url == str(tmp_path / "store.db")
+        assert not Path(store_url).exists()
+    else:
+        assert store_url.startswith("postgresql://postgres@127.0.0.1:")
+        tables = "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        assert scalar(store_url, tables) == 0
+
+
+def make_programs(
+    directory: Path, names: tuple[str, ...] = testing_postgres.SERVER_PROGRAMS
+) -> None:
+    directory.mkdir(parents=True)
+    for name in names:
+        program = directory / name
+        program.write_text("#!/bin/sh\n")
+        program.chmod(0o755)
+
+
+def test_find_postgres_bin_prefers_path_and_wants_all_three_programs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partial, full = tmp_path / "partial", tmp_path / "full"
+    make_programs(partial, ("pg_ctl", "postgres"))  # no initdb: not a server directory
+    make_programs(full)
+    monkeypatch.setenv("PATH", f"{partial}:{full}")
+    assert find_postgres_bin() == full
+
+
+def test_find_postgres_bin_takes_the_newest_debian_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no programs, no pg_config
+    monkeypatch.setattr(testing_postgres, "_DEBIAN_ROOT", tmp_path / "postgresql")
+    assert find_postgres_bin() is None
+    for version in ("9.6", "15", "13"):
+        make_programs(tmp_path / "postgresql" / version / "bin")
+    assert find_postgres_bin() == tmp_path / "postgresql" / "15" / "bin"
