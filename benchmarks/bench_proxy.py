@@ -62,12 +62,15 @@ def serve_fake(ready: Any) -> None:
     _uvicorn(fake._asgi, ready, interface="asgi3", lifespan="off")
 
 
-def serve_proxy(ready: Any, db: str, upstream_url: str, access_log: str) -> None:
+def serve_proxy(
+    ready: Any, db: str, upstream_url: str, access_log: str, log_dir: str | None = None
+) -> None:
     from staffstore.proxy.app import create_app
     from staffstore.proxy.config import OwnerKey, ServeConfig, hash_key
+    from staffstore.store.location import store_address
 
     config = ServeConfig(
-        db_path=Path(db),
+        db_path=store_address(db),
         upstream_url=upstream_url,
         upstream_key=UPSTREAM_KEY,
         keys={hash_key(CLIENT_KEY): OwnerKey("bench")},
@@ -75,7 +78,7 @@ def serve_proxy(ready: Any, db: str, upstream_url: str, access_log: str) -> None
         # The access log, when measured, goes to a file beside the database, as in production.
         access_log=access_log != "off",
         access_log_format="json" if access_log == "json" else "text",
-        access_log_file=Path(db).with_name("access.log"),
+        access_log_file=Path(log_dir or Path(db).parent) / "access.log",
     )
     _uvicorn(create_app(config), ready)
 
@@ -256,12 +259,12 @@ def _summary(times: list[float]) -> dict[str, float]:
     }
 
 
-async def _seed(db: Path) -> list[str]:
+async def _seed(db: Path | str) -> list[str]:
     from staffstore.models import NewClaim
     from staffstore.store import StaffStore
 
     questions = [f"What is the bench setting number {i}?" for i in range(CLAIMS)]
-    async with StaffStore.open(db) as store:
+    async with StaffStore.open(db, migrate=True) as store:
         await store.ensure_claims(
             NewClaim(owner="bench", question=q, answer=f"It is {i}.")
             for i, q in enumerate(questions)

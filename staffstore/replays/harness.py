@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,6 +21,7 @@ from ..identity import content_hash
 from ..models import ChatReply, Claim, Message, NewClaim, Turn
 from ..mouth import ensure_mouth
 from ..store import StaffStore
+from ..store.location import StoreAddress
 from ..store.rows import claim_id
 from ..working_set import approximate_tokens
 from .pool import Finding
@@ -65,6 +66,17 @@ MOUTH_SPEC = {
     "prompt_usd_per_token": PROMPT_USD_PER_TOKEN,
     "completion_usd_per_token": COMPLETION_USD_PER_TOKEN,
 }
+
+
+#: Where a replay keeps a store it names ("single.sqlite"): a file in its work directory
+#: unless the caller gives another place, such as a fresh PostgreSQL database per name (the
+#: test that plays every replay on both backends and compares their ledgers).
+StoreFor = Callable[[str], StoreAddress]
+
+
+def store_at(workdir: Path, name: str, store_for: StoreFor | None) -> StoreAddress:
+    """The store a replay names `name`: `store_for`'s, else the file in `workdir`."""
+    return store_for(name) if store_for is not None else workdir / name
 
 
 class ReplayError(StaffstoreError):

@@ -25,12 +25,14 @@ from .harness import (
     ReplayMouth,
     ReplayOutput,
     ScriptedTurn,
+    StoreFor,
     breakdown,
     gold_misses,
     job_claim,
     ledger_header,
     revision,
     spec_header,
+    store_at,
     store_ledger,
     summarize,
 )
@@ -222,14 +224,16 @@ def script(rng: random.Random, mix: Mix, parts: Cast) -> list[ScriptedTurn]:
     return [replace(turn, number=number) for number, turn in enumerate(turns, start=1)]
 
 
-async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
+async def play(
+    workdir: Path, seed: int, quick: bool, store_for: StoreFor | None = None
+) -> ReplayOutput:
     """Run the hostile replay in `workdir` and return its spec and ledger."""
     mix = QUICK if quick else FULL
     rng = random.Random(f"hostile:{seed}")
     parts = cast(rng, mix)
     turns = script(rng, mix, parts)
     mouth = ReplayMouth()
-    async with StaffStore.open(workdir / "hostile.sqlite") as store:
+    async with StaffStore.open(store_at(workdir, "hostile.sqlite", store_for)) as store:
         player = Player(store, mouth, CLOCK, session="hostile", conflicted=parts.conflict_ids)
         await player.store_claims(parts.claims)
         rows = [await player.play(turn) for turn in turns]

@@ -29,7 +29,7 @@ from ..jobs.identity import launch_key_of
 from ..models import Job
 from ..store import StaffStore
 from .data import load
-from .harness import ReplayError, ReplayOutput
+from .harness import ReplayError, ReplayOutput, StoreFor, store_at
 
 DATA_FILE = "jobs.json"
 OWNER = "acme"
@@ -312,13 +312,15 @@ def categories(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
-async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
+async def play(
+    workdir: Path, seed: int, quick: bool, store_for: StoreFor | None = None
+) -> ReplayOutput:
     """Play the jobs replay in `workdir`; the seed is recorded (the script is fixed)."""
     data = load(DATA_FILE)
     steps = script(data, quick)
     start = datetime.fromisoformat(data["clock"]["start"])
     step = timedelta(minutes=data["clock"]["step_minutes"])
-    async with StaffStore.open(workdir / "jobs.db") as store:
+    async with StaffStore.open(store_at(workdir, "jobs.db", store_for)) as store:
         player = Player(store, workdir, start, step)
         rows = [await player.play(item) for item in steps]
         for job in await store.list_jobs(OWNER, status="running", limit=10_000):

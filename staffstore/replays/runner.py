@@ -15,9 +15,9 @@ from typing import Any
 from ..errors import InputError
 from ..models import Progress
 from . import hostile, jobs, single, wakeups, workday
-from .harness import ReplayOutput, write_json
+from .harness import ReplayOutput, StoreFor, write_json
 
-ReplayFn = Callable[[Path, int, bool], Awaitable[ReplayOutput]]
+ReplayFn = Callable[[Path, int, bool, StoreFor | None], Awaitable[ReplayOutput]]
 
 REPLAYS: dict[str, ReplayFn] = {
     "single": single.play,
@@ -29,11 +29,17 @@ REPLAYS: dict[str, ReplayFn] = {
 
 
 async def run_replay(
-    name: str, out_dir: Path, *, seed: int = 7, quick: bool = False
+    name: str,
+    out_dir: Path,
+    *,
+    seed: int = 7,
+    quick: bool = False,
+    store_for: StoreFor | None = None,
 ) -> dict[str, Any]:
     """Play the replay called `name`, write its spec and ledger into `out_dir`, return the ledger.
 
-    `quick` plays a shortened script (fewer turns), for tests and smoke runs.
+    `quick` plays a shortened script (fewer turns), for tests and smoke runs; `store_for`
+    places the replay's stores (default: SQLite files in a temporary directory).
     """
     try:
         replay = REPLAYS[name]
@@ -43,7 +49,7 @@ async def run_replay(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"staffstore-replay-{name}-") as workdir:
-        output = await replay(Path(workdir), seed, quick)
+        output = await replay(Path(workdir), seed, quick, store_for)
     write_json(out_dir / f"{name}-spec.json", output.spec)
     write_json(out_dir / f"{name}-ledger.json", output.ledger)
     return output.ledger

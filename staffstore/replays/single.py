@@ -24,10 +24,12 @@ from .harness import (
     ReplayMouth,
     ReplayOutput,
     ScriptedTurn,
+    StoreFor,
     gold_misses,
     ledger_header,
     revision,
     spec_header,
+    store_at,
     store_ledger,
     summarize,
 )
@@ -81,12 +83,14 @@ def script(seed: int, quick: bool) -> list[ScriptedTurn]:
     return turns
 
 
-async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
+async def play(
+    workdir: Path, seed: int, quick: bool, store_for: StoreFor | None = None
+) -> ReplayOutput:
     """Run the single-finding replay in `workdir` and return its spec and ledger."""
     turns = script(seed, quick)
     planned = finding_claim()
     mouth = ReplayMouth()
-    async with StaffStore.open(workdir / "single.sqlite") as store:
+    async with StaffStore.open(store_at(workdir, "single.sqlite", store_for)) as store:
         player = Player(store, mouth, CLOCK, session="single")
         rows = [await player.play(turns[0])]
         await player.store_claims([planned])

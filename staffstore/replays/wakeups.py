@@ -30,7 +30,7 @@ from ..state import AgentState, Scope, WorkingState
 from ..state.section import HEADER
 from ..store import StaffStore
 from .data import load
-from .harness import MOUTH_SPEC, ReplayError, ReplayMouth, ReplayOutput
+from .harness import MOUTH_SPEC, ReplayError, ReplayMouth, ReplayOutput, StoreFor, store_at
 
 DATA_FILE = "wakeups.json"
 #: The agent-state key of the replay: the code's own patrol counter lives under it.
@@ -277,13 +277,15 @@ def _summary(rows: list[dict[str, Any]], writes: Counter[str]) -> dict[str, Any]
     }
 
 
-async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
+async def play(
+    workdir: Path, seed: int, quick: bool, store_for: StoreFor | None = None
+) -> ReplayOutput:
     """Run the wakeups replay in `workdir` and return its spec and ledger."""
     data = load(DATA_FILE)
     wakeups = _schedule(data, quick)
     shuffle = random.Random(f"wakeups:{seed}")
     rows: list[dict[str, Any]] = []
-    async with StaffStore.open(workdir / "wakeups.sqlite") as store:
+    async with StaffStore.open(store_at(workdir, "wakeups.sqlite", store_for)) as store:
         player = _Play(store, data["owner"], data["agent"], data["notes_read"])
         await AgentState(store, data["owner"]).declare(
             data["agent"],

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store import StaffStore
+from ..store.location import StoreAddress
 from . import pool
 from .harness import (
     STORE_DELAY,
@@ -27,10 +28,12 @@ from .harness import (
     ReplayOutput,
     Row,
     ScriptedTurn,
+    StoreFor,
     gold_misses,
     job_claim,
     ledger_header,
     spec_header,
+    store_at,
     store_ledger,
     summarize,
     windows,
@@ -136,7 +139,9 @@ def script_day(seed: int, fraction: float, shape: DayShape) -> Day:
     return Day(fraction, turns, claims)
 
 
-async def play_day(day: Day, db_path: Path) -> tuple[list[Row], dict[str, Any], dict[str, Any]]:
+async def play_day(
+    day: Day, db_path: StoreAddress
+) -> tuple[list[Row], dict[str, Any], dict[str, Any]]:
     """Play one day on a fresh store: its rows, its summary and the store's receipt totals."""
     mouth = ReplayMouth()
     after: dict[int, list[PlannedClaim]] = {}
@@ -152,7 +157,9 @@ async def play_day(day: Day, db_path: Path) -> tuple[list[Row], dict[str, Any], 
     return rows, summarize(rows, mouth.calls), receipts
 
 
-async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
+async def play(
+    workdir: Path, seed: int, quick: bool, store_for: StoreFor | None = None
+) -> ReplayOutput:
     """Run the workday at every novel fraction and return the spec and the ledger."""
     shape = QUICK if quick else FULL
     days = [script_day(seed, fraction, shape) for fraction in FRACTIONS]
@@ -161,7 +168,7 @@ async def play(workdir: Path, seed: int, quick: bool) -> ReplayOutput:
     missed: list[dict[str, Any]] = []
     workday_rows: list[Row] = []
     for day in days:
-        db_path = workdir / f"workday-{round(day.fraction * 100):02d}.sqlite"
+        db_path = store_at(workdir, f"workday-{round(day.fraction * 100):02d}.sqlite", store_for)
         rows, summary, totals = await play_day(day, db_path)
         summaries.append({"novel_fraction": day.fraction, **summary})
         receipts.append({"novel_fraction": day.fraction, **totals})
