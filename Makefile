@@ -39,6 +39,10 @@ bench: $(BIN)/staffstore
 	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_proxy.py
 	$(BIN)/python benchmarks/bench_retrieval.py
+	# PostgreSQL beside SQLite (each skips with one line where no PostgreSQL is installed).
+	$(BIN)/python benchmarks/bench_backends.py
+	$(BIN)/python benchmarks/bench_replicas.py
+	$(BIN)/python benchmarks/bench_pg_drivers.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

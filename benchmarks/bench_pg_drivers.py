@@ -13,7 +13,7 @@ per whole sequence, as the store's run_sync does), psycopg 3's AsyncConnection, 
 psycopg_pool ConnectionPool (checkout and query on a worker thread). A sync call made on the
 loop's own thread, which would block every other request, is timed too as the floor the
 others pay their overhead on top of. Drivers take turns in rounds, so a slow moment of the
-machine lands on all of them alike. Results go to ledgers/bench_pg_drivers.json.
+machine lands on all of them alike. Results go to ledgers/bench-pg-drivers.json.
 Run: `.venv/bin/python benchmarks/bench_pg_drivers.py [--reps 5000]`.
 """
 
@@ -41,7 +41,7 @@ import asyncpg  # type: ignore[import-untyped]
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from staffstore.testing_postgres import ThrowawayPostgres
+from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
 
 ROOT = Path(__file__).resolve().parent.parent
 SEQUENCE = 4
@@ -328,8 +328,11 @@ def main() -> None:
         default=default_loop,
         help="the event loop (default: uvloop when installed, as uvicorn picks for the proxy)",
     )
-    parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench_pg_drivers.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-pg-drivers.json")
     args = parser.parse_args()
+    if find_postgres_bin() is None:
+        print("bench_pg_drivers: skipped (no PostgreSQL server binaries found)")
+        return
     if args.loop == "uvloop":
         import uvloop
 

@@ -5,7 +5,7 @@ dependent queries per call (a gate lookup reads term counts, then candidates, th
 more), and on SQLite it runs on the connection's own thread; here each call takes a pooled
 connection on a worker thread for its whole run, so a lookup is one hop from the event loop,
 as on SQLite. (asyncpg would need every one of those calls rewritten as coroutines; the
-measurement that chose psycopg is in ledgers/bench_pg_drivers.json.)
+measurement that chose psycopg is in ledgers/bench-pg-drivers.json.)
 
 Writers are serialized as SQLite serializes them: every write transaction first takes one
 transaction-scoped advisory lock. That keeps every read-then-write the store does correct
