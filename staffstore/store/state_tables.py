@@ -2,17 +2,17 @@
 
 The rules (the cap, compare-and-swap, merging, retention) live in staffstore.state; here each
 write is one transaction that reads the rows it needs, hands them to the caller's `decide`
-function, and writes what it returns. `decide` runs inside the transaction, so two processes
-writing one key are serialized by the database and neither decides on a value the other has
-already replaced. A backend with row locks (PostgreSQL) implements the same methods with
-SELECT ... FOR UPDATE.
+function, and writes what it returns. `decide` runs inside the transaction, and writers are
+serialized on both backends (database.py), so two processes (or two replicas) writing one key
+never both decide on a value the other has already replaced.
 
-An erased state leaves no copy on disk. Every state transaction runs with `PRAGMA
+On SQLite an erased state leaves no copy on disk. Every state transaction runs with `PRAGMA
 secure_delete` on, so a row deleted or replaced is overwritten with zeros where it lay (and a
 freed page zeroed), not just unlinked; and after an erasure `truncate_wal` copies the WAL into
 the database file and cuts it to zero bytes, so no earlier frame still holds the row. (The
 other choice, a key per state that erasure destroys, would leave the same question for the
-key's own row.)
+key's own row.) On PostgreSQL the rows are deleted and the tables vacuumed, which frees but
+does not overwrite them (README, "Several replicas").
 """
 
 from __future__ import annotations

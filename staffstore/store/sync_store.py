@@ -1,8 +1,8 @@
-"""SyncStore: the store's hot-path queries as plain calls on its SQLite connection.
+"""SyncStore: the store's operations as plain calls on one database connection.
 
-StaffStore.run_sync runs them on the connection's own thread, so a gate lookup of several
-queries, or a whole batch of turns, costs the event loop one round trip instead of one per
-statement.
+Written once for both backends against database.Database. StaffStore.run_sync runs them on a
+thread that holds the connection, so a gate lookup of several queries, or a whole batch of
+turns, costs the event loop one round trip instead of one per statement.
 """
 
 from __future__ import annotations
