@@ -19,6 +19,7 @@ from ..gate.scoring import DEFAULT_BUDGET
 from ..proxy.config import DEFAULTS as SERVE_DEFAULTS
 from ..proxy.config import FILE_SETTINGS, SECRET_SETTINGS, read_config_file
 from ..settings import CONFIG_ENV, SERVE_TABLE, config_document, config_path, setting_sources
+from ..store.location import shown
 from ..upstream import shown_url
 from .app import (
     GATE_BUDGET_ENV,
@@ -48,7 +49,8 @@ def _shared(ctx: typer.Context) -> dict[str, Shown]:
         for name in type(settings).model_fields
     }
     found["upstream"]["value"] = shown_url(settings.upstream)
-    found["db"] = {"value": str(db_address(ctx)), "from": ctx.find_root().meta["db_source"]}
+    # shown(): a PostgreSQL URL's password is never printed.
+    found["db"] = {"value": shown(db_address(ctx)), "from": ctx.find_root().meta["db_source"]}
     key_env = settings.upstream_key_env
     found["upstream_key"] = {
         "value": f"${key_env} is {'set' if os.environ.get(key_env) else 'not set'}",

@@ -44,6 +44,8 @@ T = TypeVar("T")
 WRITE_LOCK = 0x53665374_0000
 #: Connections per process: the proxy's reads run concurrently up to this many.
 DEFAULT_POOL_SIZE = 8
+#: Seconds to wait for the server when the store opens.
+CONNECT_TIMEOUT = 10
 
 _STRFTIME_TO_PG = {"%Y-%m-%d": "YYYY-MM-DD", "%Y-%m-%dT%H:00Z": 'YYYY-MM-DD"T"HH24":00Z"'}
 _IS_NOT = re.compile(r"\bIS NOT \?")
@@ -193,10 +195,12 @@ class PostgresEngine:
     async def open(self, *, migrate: bool) -> None:
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(
-                self._threads, functools.partial(self._pool.open, True, 10.0)
-            )
-        except Exception as error:  # psycopg_pool.PoolTimeout and connection errors
+            # One plain connection first: a wrong host, port, database or password is one
+            # clear error at once, where the pool would retry until its timeout.
+            await loop.run_in_executor(self._threads, self._try_connect)
+            opening = functools.partial(self._pool.open, wait=True, timeout=CONNECT_TIMEOUT)
+            await loop.run_in_executor(self._threads, opening)
+        except Exception as error:  # psycopg's connection errors, psycopg_pool.PoolTimeout
             self._threads.shutdown(wait=False)
             raise StoreError(f"cannot connect to {self.label}: {_reason(error)}") from error
         try:
@@ -204,6 +208,10 @@ class PostgresEngine:
         except BaseException:
             await self.close()
             raise
+
+    def _try_connect(self) -> None:
+        assert self.location.url is not None
+        psycopg.connect(self.location.url, connect_timeout=CONNECT_TIMEOUT).close()
 
     async def run(self, work: Callable[[Database], T]) -> T:
         loop = asyncio.get_running_loop()
