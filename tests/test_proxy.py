@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import openai
 import pytest
 from test_proxy_support import (
@@ -172,6 +175,93 @@ def test_a_paraphrase_of_a_kept_answer_is_a_miss(server: Server, fake: FakeOpenR
     server.post(ask("what is the tallest mountain"))
     response = server.post(ask("which mountain is the tallest"))
     assert response.headers["x-staffstore-outcome"] == "miss"
+
+
+async def _at_once(server: Server, *bodies: dict[str, Any]) -> list[httpx.Response]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        return list(
+            await asyncio.gather(
+                *(
+                    client.post(
+                        server.base_url + "/chat/completions",
+                        json=body,
+                        headers={"authorization": f"Bearer {ALICE_KEY}"},
+                    )
+                    for body in bodies
+                )
+            )
+        )
+
+
+async def _stored_receipt(server: Server, receipt_id: str) -> Receipt:
+    async with StaffStore.open(server.db) as store:
+        return await store.get_receipt("alice", receipt_id)
+
+
+async def test_identical_requests_at_once_pay_once(server: Server, fake: FakeOpenRouter) -> None:
+    fake.answer(delay=0.3)  # the second arrives while the first is still upstream
+    body = ask("two clients asked this at the same moment")
+    responses = await _at_once(server, body, body, body)
+    assert len(fake.chat_requests) == 1
+    assert [r.status_code for r in responses] == [200] * 3
+    assert {r.json()["choices"][0]["message"]["content"] for r in responses} == {
+        "echo: two clients asked this at the same moment"
+    }
+    (paid,) = [r for r in responses if r.headers["x-staffstore-outcome"] == "miss"]
+    hits = [r for r in responses if r.headers["x-staffstore-outcome"] == "hit"]
+    assert len(hits) == 2
+    paid_id = paid.headers["x-staffstore-receipt"]
+    for hit in hits:
+        assert hit.headers["x-staffstore-reason"] == "exact_repeat"
+        assert hit.headers["x-staffstore-kept-from"] == paid_id
+        receipt = await _stored_receipt(server, hit.headers["x-staffstore-receipt"])
+        assert (receipt.inference_attempted, receipt.served_from) == (False, paid_id)
+        assert receipt.avoided_cost_usd == 0.0001
+
+
+async def test_a_streamed_request_waits_for_the_identical_one_in_flight(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    fake.answer(delay=0.3)
+    body = ask("a streamed question asked twice at once", stream=True)
+    responses = await _at_once(server, body, body)
+    assert len(fake.chat_requests) == 1
+    assert sorted(r.headers["x-staffstore-outcome"] for r in responses) == ["hit", "miss"]
+    for response in responses:
+        assert _streamed_text(response) == "echo: a streamed question asked twice at once"
+
+
+def _streamed_text(response: httpx.Response) -> str:
+    events = [
+        json.loads(line.removeprefix("data: "))
+        for line in response.text.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
+    return "".join(
+        event["choices"][0]["delta"].get("content") or "" for event in events if event["choices"]
+    )
+
+
+async def test_a_failed_call_lets_the_waiting_request_pay(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    fake.fail(503, "overloaded", delay=0.3)
+    body = ask("the first try at this one fails")
+    first, second = await _at_once(server, body, body)
+    assert len(fake.chat_requests) == 2  # the waiter paid once the first call had failed
+    statuses = sorted(r.status_code for r in (first, second))
+    assert statuses[0] == 200 and statuses[1] >= 500
+    assert {r.headers["x-staffstore-outcome"] for r in (first, second)} == {"miss"}
+
+
+async def test_requests_that_keep_nothing_do_not_wait(server: Server, fake: FakeOpenRouter) -> None:
+    for controls in ({"no-cache": True}, {"no-store": True}):
+        fake.answer(delay=0.2)
+        fake.answer(delay=0.2)
+        body = ask(f"asked twice with {controls}", cache=controls)
+        responses = await _at_once(server, body, body)
+        assert [r.headers["x-staffstore-outcome"] for r in responses] == ["miss", "miss"]
+    assert len(fake.chat_requests) == 4
 
 
 def test_a_failed_answer_is_not_kept(server: Server, fake: FakeOpenRouter) -> None:

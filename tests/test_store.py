@@ -402,6 +402,49 @@ async def test_live_claim_past_expiry_is_not_listed_as_live(
     assert await store.list_claims("alice", status="live", now=MOMENT + timedelta(hours=1)) == []
 
 
+# -- pending calls (the lease on paying for a request) ----------------------------------------
+
+
+async def test_a_call_has_one_holder_until_it_is_released(store: StaffStore) -> None:
+    call = ("alice", "", "hash-1")
+    assert await store.claim_call(*call, "first", ttl=60, now=MOMENT)
+    assert not await store.claim_call(*call, "second", ttl=60, now=MOMENT)
+    assert await store.call_holder(*call, now=MOMENT) == "first"
+    assert not await store.release_call(*call, "second")  # not the holder: nothing changes
+    assert await store.call_holder(*call, now=MOMENT) == "first"
+    assert await store.release_call(*call, "first")
+    assert await store.call_holder(*call, now=MOMENT) is None
+    assert await store.claim_call(*call, "second", ttl=60, now=MOMENT)
+
+
+async def test_a_lease_that_runs_out_goes_to_the_next_claim(store: StaffStore) -> None:
+    call = ("alice", "", "hash-2")
+    assert await store.claim_call(*call, "crashed", ttl=30, now=MOMENT)
+    later = MOMENT + timedelta(seconds=29)
+    assert not await store.claim_call(*call, "waiter", ttl=30, now=later)
+    expired = MOMENT + timedelta(seconds=30)
+    assert await store.call_holder(*call, now=expired) is None
+    assert await store.claim_call(*call, "waiter", ttl=30, now=expired)
+    # The holder that overran finds its lease gone: its release leaves the new holder's be.
+    assert not await store.release_call(*call, "crashed")
+    assert await store.call_holder(*call, now=expired) == "waiter"
+
+
+async def test_claiming_again_renews_the_holders_lease(store: StaffStore) -> None:
+    call = ("alice", "", "hash-3")
+    assert await store.claim_call(*call, "holder", ttl=30, now=MOMENT)
+    renewed = MOMENT + timedelta(seconds=20)
+    assert await store.claim_call(*call, "holder", ttl=30, now=renewed)
+    assert await store.call_holder(*call, now=MOMENT + timedelta(seconds=45)) == "holder"
+
+
+async def test_calls_are_held_per_owner_namespace_and_request(store: StaffStore) -> None:
+    for owner, namespace, request_hash in [
+        ("alice", "", "h"), ("bob", "", "h"), ("alice", "ns", "h"), ("alice", "", "h2"),
+    ]:  # fmt: skip
+        assert await store.claim_call(owner, namespace, request_hash, "x", ttl=60, now=MOMENT)
+
+
 # -- search keys follow the matcher ---------------------------------------------------------------
 
 DNS_Q = "Why do DNS lookups inside the cluster take 5 seconds?"

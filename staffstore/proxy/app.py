@@ -21,8 +21,14 @@ A bounded working set carries the agent's working state (`staffstore.agent` in t
 X-Staffstore-Agent; the default agent otherwise), so its kept answers are kept per working
 state: a repeat asked after a value changed is not served the answer to the old value.
 
+Identical requests in flight at once are paid for once (pending.py): a miss whose answer would
+be kept claims its call in the store first, and the identical requests that arrive meanwhile,
+here or at another replica sharing the store, wait for that kept answer instead of paying.
+
 Every write goes through one writer task (writer.py): the store's one SQLite connection
 is shared by every request, and a transaction must not take in another request's statements.
+(The leases on calls do not: each is one statement that opens no transaction, run in the
+trip to the store's thread that looks the request up.)
 Once the upstream has been paid, nothing stops its receipt: a store locked by another process
 delays it (the writer keeps it and retries), text the store cannot hold is made storable.
 """
@@ -58,7 +64,6 @@ from ..errors import (
     UpstreamUnreachableError,
 )
 from ..gate import query_first_sync, warm_up
-from ..gate.relative_time import same_period
 from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from ..mouth import new_receipt_id
@@ -78,6 +83,16 @@ from .heap import freeze_startup_heap, thaw_startup_heap
 from .jobs import JobEndpoints
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
 from .openapi import openapi_document
+from .pending import (
+    LEASE_MARGIN,
+    CallLease,
+    Standing,
+    claim,
+    kept_answer_for,
+    release,
+    takes_part,
+    wait_for_answer,
+)
 from .state_routes import StateRoutes
 from .stream import RelayedEvents, RelayResponse, StreamResult
 from .wire import (
@@ -142,6 +157,8 @@ class _Turn:
     receipt_id: str = field(default_factory=new_receipt_id)
     chat: ChatRequest | None = None
     session_id: str | None = None
+    #: The claim on paying for this turn's call, while it holds one (pending.py).
+    lease: CallLease | None = None
 
     @property
     def keeps_text(self) -> bool:
@@ -287,9 +304,20 @@ class Proxy:
         """Write a turn's receipt; a session met for the first time is created on the way."""
         name = turn.chat.session if turn.chat is not None else None
         record = TurnRecord(receipt, turn.session_id, messages, kept, session_name=name)
-        session_id = await self.writer.record(record)
+        try:
+            session_id = await self.writer.record(record)
+        finally:
+            # Committed, kept answer and all (or the call failed): the requests waiting for
+            # this call can find its answer now, or pay for it themselves.
+            await self._let_go(turn)
         if name is not None and session_id is not None:
             self._remember_session(receipt.owner, name, session_id)
+
+    async def _let_go(self, turn: _Turn) -> None:
+        """Release the turn's claim on its call, if it holds one."""
+        if turn.lease is not None:
+            lease, turn.lease = turn.lease, None
+            await release(self.store, lease)
 
     def _count(self, record: TurnRecord) -> None:
         self.metrics.count_receipt(record.receipt)
@@ -417,16 +445,31 @@ class Proxy:
         turn.session_id = self._sessions.get((owner, chat.session))
         if turn.session_id is None and chat.working_set == "bounded":
             turn.session_id = await self._ensure_session(owner, chat.session)
-        decision, kept, origin = await self._look_up(owner, chat)
+        lease = self._lease_for(turn, chat)
+        decision, kept, origin, standing = await self._look_up(owner, chat, lease)
+        if standing == "waiting":
+            # An identical request is paying for this very call: its answer, once kept,
+            # serves this one too, unless its call ends without one.
+            assert lease is not None
+            found = await self._wait_for_answer(turn, chat, decision, lease)
+            if isinstance(found, KeptAnswer):
+                return await self._serve_hit(turn, chat, _exact_repeat(found), found, found.origin)
+            standing = found
         if decision.hit:
             return await self._serve_hit(turn, chat, decision, kept, origin)
+        if standing == "holding":
+            turn.lease = lease
         if turn.session_id is None and chat.working_set == "bounded":
             # The store is locked, so the session's tail cannot be read: send the messages
             # as the client sent them rather than fail a request the client can still get.
             mode: WorkingSetMode = "forward"
             body = chat.body
         else:
-            body, mode = await self._upstream_body(turn, chat)
+            try:
+                body, mode = await self._upstream_body(turn, chat)
+            except BaseException:
+                await self._let_go(turn)  # nothing was paid: the waiters need not wait on
+                raise
         if chat.stream:
             return await self._relay_miss(turn, chat, decision, body, mode)
         return await self._forward_miss(turn, chat, decision, body, mode)
@@ -441,18 +484,50 @@ class Proxy:
         keyed = content_hash({"request": chat.request_hash, "working_state": section})
         return replace(chat, request_hash=keyed)
 
-    async def _look_up(
-        self, owner: str, chat: ChatRequest
-    ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
-        """An exact repeat of a paid request first, then the owner's claims, else a miss; on
-        a hit, the paid call whose answer it serves when one is known."""
-        if chat.controls.no_cache:
-            return Decision(outcome="miss", reason="no_cache"), None, None
-        # Both lookups in one trip to the store's thread: this is on every request's path.
-        budget = self.config.gate_budget
-        return await self.store.run_sync(
-            lambda store: _answer_from_store(store, owner, chat, budget)
+    def _lease_for(self, turn: _Turn, chat: ChatRequest) -> CallLease | None:
+        """The claim this request makes on its call if the store cannot answer it, or None
+        when it takes no part (pending.py)."""
+        if not takes_part(chat) or self.writer.backlog().pending:
+            # With turns waiting for the store's lock, the answer would not be kept in time
+            # for anyone waiting on it, and the claim would wait for that lock too.
+            return None
+        return CallLease(
+            owner=turn.caller.owner,
+            namespace=chat.controls.namespace,
+            request_hash=chat.request_hash,
+            holder=turn.receipt_id,
+            ttl=self.config.timeout + LEASE_MARGIN,
         )
+
+    async def _look_up(
+        self, owner: str, chat: ChatRequest, lease: CallLease | None
+    ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None, Standing | None]:
+        """An exact repeat of a paid request first, then the owner's claims, else a miss; on
+        a hit, the paid call whose answer it serves when one is known. On a miss, with a
+        `lease`, where the request stands on its call once it has claimed it."""
+        if chat.controls.no_cache:
+            return Decision(outcome="miss", reason="no_cache"), None, None, None
+        # The lookups and the claim in one trip to the store's thread: this is on every
+        # request's path.
+        budget, lock_timeout = self.config.gate_budget, self.store.lock_timeout
+        return await self.store.run_sync(
+            lambda store: _answer_or_claim(store, owner, chat, budget, lease, lock_timeout)
+        )
+
+    async def _wait_for_answer(
+        self, turn: _Turn, chat: ChatRequest, decision: Decision, lease: CallLease
+    ) -> KeptAnswer | Standing:
+        """Wait for the answer of the identical call another request is paying for (see
+        pending.wait_for_answer); a request cancelled while it waits still leaves a receipt."""
+        try:
+            return await wait_for_answer(self.store, lease, chat)
+        except asyncio.CancelledError:
+            receipt = turn.receipt(
+                outcome="miss", reason=decision.reason, model=chat.model, status="cancelled",
+                inference_avoided=False, inference_attempted=False,
+            )  # fmt: skip
+            await asyncio.shield(self._record(turn, receipt))
+            raise
 
     async def _serve_hit(
         self,
@@ -789,18 +864,37 @@ def _status_of(error: UpstreamError | None) -> ReceiptStatus:
     return cast(ReceiptStatus, error.status if error is not None else "error")
 
 
+def _answer_or_claim(
+    store: SyncStore,
+    owner: str,
+    chat: ChatRequest,
+    gate_budget: float | None,
+    lease: CallLease | None,
+    lock_timeout: float,
+) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None, Standing | None]:
+    """_look_up's work, on the store's thread: the store's answer, else (with a lease) the
+    claim on the call, which may find an answer kept meanwhile."""
+    decision, kept, origin = _answer_from_store(store, owner, chat, gate_budget)
+    if decision.hit or lease is None:
+        return decision, kept, origin, None
+    standing = claim(store, lease, chat, lock_timeout)
+    if isinstance(standing, KeptAnswer):
+        return _exact_repeat(standing), standing, standing.origin, None
+    return decision, None, None, standing
+
+
+def _exact_repeat(kept: KeptAnswer) -> Decision:
+    return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
+
+
 def _answer_from_store(
     store: SyncStore, owner: str, chat: ChatRequest, gate_budget: float | None = None
 ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
-    """_look_up's work, on the store's thread: a kept answer, else the gate's decision; on a
-    hit, the paid call whose answer it serves (its cost prices what the hit saved)."""
-    controls = chat.controls
-    kept = store.kept_answer(owner, controls.namespace, chat.request_hash, max_age=controls.max_age)
-    if kept is not None and not same_period(chat.turn or "", kept.created_at, utcnow()):
-        kept = None  # "what failed today?" kept yesterday answers another day's question
+    """A kept answer, else the gate's decision; on a hit, the paid call whose answer it
+    serves (its cost prices what the hit saved)."""
+    kept = kept_answer_for(store, owner, chat)
     if kept is not None:
-        decision = Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
-        return decision, kept, kept.origin
+        return _exact_repeat(kept), kept, kept.origin
     if chat.claims_refused is not None or chat.turn is None:
         return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None, None
     decision = query_first_sync(store, Turn(owner=owner, text=chat.turn, gate_budget=gate_budget))

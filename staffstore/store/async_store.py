@@ -433,6 +433,64 @@ class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries, AsyncRetentio
             lambda sync: sync.kept_answer(owner, namespace, request_hash, max_age=max_age, now=now)
         )
 
+    async def claim_call(
+        self,
+        owner: str,
+        namespace: str,
+        request_hash: str,
+        holder: str,
+        *,
+        ttl: float,
+        now: datetime | None = None,
+        lock_wait: float | None = None,
+    ) -> bool:
+        """Claim paying for this request for `holder` for `ttl` seconds; whether it won (see
+        SyncStore.claim_call). `lock_wait` as in record_turns."""
+        return await self.run_sync(
+            lambda sync: self._waiting_at_most(
+                sync,
+                lock_wait,
+                lambda: sync.claim_call(owner, namespace, request_hash, holder, ttl=ttl, now=now),
+            )
+        )
+
+    async def call_holder(
+        self, owner: str, namespace: str, request_hash: str, *, now: datetime | None = None
+    ) -> str | None:
+        """Who holds the call for this request now, or None (see SyncStore.call_holder)."""
+        return await self.run_sync(
+            lambda sync: sync.call_holder(owner, namespace, request_hash, now=now)
+        )
+
+    async def release_call(
+        self,
+        owner: str,
+        namespace: str,
+        request_hash: str,
+        holder: str,
+        *,
+        lock_wait: float | None = None,
+    ) -> bool:
+        """Give the call up if `holder` still holds it (see SyncStore.release_call)."""
+        return await self.run_sync(
+            lambda sync: self._waiting_at_most(
+                sync, lock_wait, lambda: sync.release_call(owner, namespace, request_hash, holder)
+            )
+        )
+
+    def _waiting_at_most(
+        self, sync: SyncStore, lock_wait: float | None, work: Callable[[], T]
+    ) -> T:
+        """Run `work` (on the store's thread) with its writes waiting at most `lock_wait`
+        seconds for another connection's lock (None: the store's lock timeout)."""
+        if lock_wait is None or lock_wait == self.lock_timeout:
+            return work()
+        sync.set_lock_timeout(lock_wait)
+        try:
+            return work()
+        finally:
+            sync.set_lock_timeout(self.lock_timeout)
+
     async def ensure_session_id(self, owner: str, name: str, *, now: datetime | None = None) -> str:
         """ensure_session in one statement, for the proxy's hot path: create-or-get the id."""
         return await self.run_sync(lambda sync: sync.ensure_session_id(owner, name, now=now))
@@ -450,18 +508,11 @@ class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries, AsyncRetentio
         `lock_wait` replaces the store's lock timeout for this write (a retry that must not
         hold up the reads queued behind it); StoreBusyError when the lock stays taken.
         """
-        wait = self.lock_timeout if lock_wait is None else lock_wait
-
-        def work(sync: SyncStore) -> list[str | None]:
-            if wait == self.lock_timeout:
-                return sync.record_turns(records, now=now)
-            sync.set_lock_timeout(wait)
-            try:
-                return sync.record_turns(records, now=now)
-            finally:
-                sync.set_lock_timeout(self.lock_timeout)
-
-        return await self.run_sync(work)  # StoreBusyError past the lock timeout
+        return await self.run_sync(
+            lambda sync: self._waiting_at_most(
+                sync, lock_wait, lambda: sync.record_turns(records, now=now)
+            )
+        )  # StoreBusyError past the lock timeout
 
 
 def _insert_claims(

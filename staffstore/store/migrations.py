@@ -261,4 +261,19 @@ MIGRATIONS: list[list[str]] = [
         )
         """,
     ],
+    # 8: the exact-repeat calls being paid for right now, one holder each, so a second
+    # identical request (in this process or another sharing the store) waits for the first's
+    # answer instead of paying again. A lease: a holder that dies lets it lapse at expires_at.
+    [
+        """
+        CREATE TABLE pending_calls (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            expires_at REAL NOT NULL,
+            PRIMARY KEY (owner, namespace, request_hash)
+        ) WITHOUT ROWID
+        """,
+    ],
 ]

@@ -302,4 +302,18 @@ MIGRATIONS: list[list[str]] = [
         )
         """,
     ],
+    # 2: the calls being paid for right now (SQLite's step 8): one replica pays for an exact
+    # repeat while the others wait for its kept answer.
+    [
+        f"""
+        CREATE TABLE pending_calls (
+            owner {_T} NOT NULL,
+            namespace {_T} NOT NULL,
+            request_hash {_T} NOT NULL,
+            holder {_T} NOT NULL,
+            expires_at {_TIME} NOT NULL,
+            PRIMARY KEY (owner, namespace, request_hash)
+        )
+        """,
+    ],
 ]

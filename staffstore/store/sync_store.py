@@ -254,13 +254,17 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
     ) -> KeptAnswer | None:
         """The owner's unexpired kept answer to this request, no older than `max_age` seconds."""
         moment = now_epoch(now)
-        oldest = moment - max_age if max_age is not None else None
-        rows = self.fetchall(
+        sql = (
             "SELECT receipt_id, model, answer, created_at, expires_at, cost_usd FROM kept_answers "
             "WHERE owner = ? AND namespace = ? AND request_hash = ? "
-            "AND (expires_at IS NULL OR expires_at > ?) AND (? IS NULL OR created_at >= ?)",
-            (owner, namespace, request_hash, moment, oldest, oldest),
+            "AND (expires_at IS NULL OR expires_at > ?)"
         )
+        params: list[Any] = [owner, namespace, request_hash, moment]
+        if max_age is not None:
+            # Added only when given: PostgreSQL cannot type a bare `? IS NULL` parameter.
+            sql += " AND created_at >= ?"
+            params.append(moment - max_age)
+        rows = self.fetchall(sql, params)
         for receipt_id, model, answer, created_at, expires_at, cost_usd in rows:
             return KeptAnswer(
                 owner=owner, namespace=namespace, request_hash=request_hash,
@@ -269,6 +273,58 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
                 cost_usd=cost_usd,
             )  # fmt: skip
         return None
+
+    # A pending call is a lease on paying for one request (owner, namespace, request hash, as
+    # a kept answer is addressed): its holder calls the model while identical requests wait
+    # for the answer it keeps. Each operation is one statement, atomic on both backends by
+    # itself, so none takes the store's write lock: a claim must not queue behind every
+    # replica's group commits, and claims of different requests never wait for each other.
+
+    def claim_call(
+        self,
+        owner: str,
+        namespace: str,
+        request_hash: str,
+        holder: str,
+        *,
+        ttl: float,
+        now: datetime | None = None,
+    ) -> bool:
+        """Claim the call for `holder` for `ttl` seconds; return whether it won. It wins when
+        nobody holds the call, or the lease has run out (its holder died or overran), or it
+        holds the call already (claiming again renews the lease)."""
+        moment = now_epoch(now)
+        rows = self.fetchall(
+            "INSERT INTO pending_calls (owner, namespace, request_hash, holder, expires_at) "
+            "VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (owner, namespace, request_hash) DO UPDATE SET "
+            "holder = excluded.holder, expires_at = excluded.expires_at "
+            "WHERE pending_calls.expires_at <= ? OR pending_calls.holder = excluded.holder "
+            "RETURNING holder",
+            (owner, namespace, request_hash, holder, moment + ttl, moment),
+        )
+        return bool(rows)
+
+    def call_holder(
+        self, owner: str, namespace: str, request_hash: str, *, now: datetime | None = None
+    ) -> str | None:
+        """Who holds the call now, or None when nobody does (or the lease ran out)."""
+        rows = self.fetchall(
+            "SELECT holder FROM pending_calls "
+            "WHERE owner = ? AND namespace = ? AND request_hash = ? AND expires_at > ?",
+            (owner, namespace, request_hash, now_epoch(now)),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def release_call(self, owner: str, namespace: str, request_hash: str, holder: str) -> bool:
+        """Give the call up, if `holder` still holds it (a lease that ran out may be another's
+        by now); return whether it did."""
+        deleted = self.db.execute(
+            "DELETE FROM pending_calls "
+            "WHERE owner = ? AND namespace = ? AND request_hash = ? AND holder = ?",
+            (owner, namespace, request_hash, holder),
+        )
+        return deleted > 0
 
     def claim_origin(self, owner: str, claim_id: str) -> PaidOrigin | None:
         """The paid call the owner's claim was promoted from, or None (a job's or a person's
