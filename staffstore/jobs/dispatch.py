@@ -34,6 +34,10 @@ from .status import DEFAULT_POLICY, AttachPolicy, finish, refresh_active
 #: Why the same work (every identity field matching) runs again after it ended so.
 _ENDED_REASONS = {"failed": "prior_failed", "lost": "prior_lost", "cancelled": "prior_cancelled"}
 NO_CAP = JobCapacity()
+#: How long an attach waits for the handle of a job another process is launching (recorded,
+#: the runner not yet answered) before taking it for a crashed launch and launching it itself.
+LAUNCH_GRACE = 5.0
+_HANDLE_POLL = 0.05
 
 
 class Dispatch(BaseModel):
@@ -262,6 +266,8 @@ async def _attach(
     if job.active:
         _check_runner(job, runner)
         if job.handle is None:
+            job = await _handle_or_none(store, job, now)
+        if job.handle is None:
             # Recorded, but the runner's answer never was: a crash between the two. Launch is
             # idempotent by job id, so this finds the work if it started, or starts it once.
             job = await _launch(store, job, runner, now)
@@ -276,6 +282,26 @@ async def _attach(
         action=action, reason="status_unavailable" if lost else reason, job=job,
         matched=list(matched), prior_job_id=job.id, polls=polls,
     )  # fmt: skip
+
+
+async def _handle_or_none(store: JobStore, job: Job, now: datetime | None) -> Job:
+    """The job once its launcher has recorded the runner's handle, or as it is if that does
+    not come within LAUNCH_GRACE seconds of the job's record.
+
+    Another process (a replica sharing the store) may be launching it right now: it recorded
+    the job and is waiting for the runner's answer. Launching again at once would run the
+    command twice where the runner cannot tell (replicas on different machines); only a
+    record that stays without a handle is a launcher that crashed.
+    """
+    waited_from = time.monotonic()
+    while job.handle is None and job.active:
+        clock = now if now is not None else datetime.now(job.updated_at.tzinfo)
+        age = (clock - job.updated_at).total_seconds()
+        if age >= LAUNCH_GRACE or time.monotonic() - waited_from >= LAUNCH_GRACE:
+            break
+        await asyncio.sleep(_HANDLE_POLL)
+        job = await store.get_job(job.owner, job.id)
+    return job
 
 
 async def _watch(
