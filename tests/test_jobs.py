@@ -33,8 +33,10 @@ from staffstore.jobs import (
     cancel_job,
     ensure_dispatched,
 )
+from staffstore.jobs.identity import new_job
 from staffstore.models import Job
 from staffstore.store import StaffStore
+from staffstore.store.jobs import LaunchRefused
 
 #: Runs on SQLite and on PostgreSQL (conftest.py).
 pytestmark = pytest.mark.both_backends
@@ -343,6 +345,27 @@ class SilentRunner:
 
     async def collect(self, handle: str) -> Collected:
         raise AssertionError("a job with no status is never collected")
+
+
+async def test_an_attach_waits_for_the_handle_of_a_job_another_process_is_launching(
+    store: StaffStore,
+) -> None:
+    # Another process (a replica) recorded the job and is waiting for its runner's answer:
+    # attaching now must wait for that handle, not launch the command a second time.
+    silent = SilentRunner()
+    record = await store.ensure_job_launch(
+        new_job(request(Path("unused"), command=None), silent.name), reason="first_request"
+    )
+    assert not isinstance(record, LaunchRefused)
+    job, _new = record
+    policy = AttachPolicy(deadline=0.2, poll_limit=10_000, interval=0.02)
+    attaching = asyncio.create_task(attach_job(store, "alice", job.id, silent, policy=policy))
+    await asyncio.sleep(0.3)
+    assert not attaching.done()
+    await store.set_job_handle("alice", job.id, f"silent:{job.id}")
+    attached = await attaching
+    assert silent.launched == []  # watched through the other launcher's handle
+    assert attached.job.handle == f"silent:{job.id}" and silent.polls > 0
 
 
 async def test_an_attach_without_status_ends_lost_by_its_deadline(store: StaffStore) -> None:
