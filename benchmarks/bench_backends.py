@@ -89,16 +89,24 @@ async def bench(
     }
 
 
-async def main() -> None:
+async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--samples", type=int, default=5_000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-backends.json")
+    parser.add_argument(
+        "--require",
+        action="store_true",
+        help="fail (exit 1) when PostgreSQL is missing or the backends disagree (CI)",
+    )
     args = parser.parse_args()
     if find_postgres_bin() is None:
+        if args.require:
+            print("error: bench_backends: no PostgreSQL server binaries found", file=sys.stderr)
+            return 1
         print("bench_backends: skipped (no PostgreSQL server binaries found)")
-        return
+        return 0
     warm_up()
     results = []
     with ThrowawayPostgres(durable=True) as server:
@@ -125,7 +133,12 @@ async def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    differing = sum(int(result["decisions_differing"]) for result in results)  # type: ignore[call-overload]
+    if args.require and differing:
+        print(f"error: bench_backends: {differing} decisions differ", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(asyncio.run(main()))

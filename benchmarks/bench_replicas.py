@@ -143,8 +143,16 @@ def main() -> int:
     parser.add_argument("--misses", type=int, default=200, help="miss pairs to time")
     parser.add_argument("--crowd", type=int, default=200, help="concurrent one-shot clients")
     parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-replicas.json")
+    parser.add_argument(
+        "--require",
+        action="store_true",
+        help="fail (exit 1) when PostgreSQL is missing or the backends disagree (CI)",
+    )
     args = parser.parse_args()
     if find_postgres_bin() is None:
+        if args.require:
+            print("error: bench_replicas: no PostgreSQL server binaries found", file=sys.stderr)
+            return 1
         print("bench_replicas: skipped (no PostgreSQL server binaries found)")
         return 0
     result = asyncio.run(run(args))
@@ -157,6 +165,13 @@ def main() -> int:
             f" {r['miss_overhead_p50_ms']:.3f} ms | crowd {r['crowd']}"
         )
     print(f"wrote {args.out}")
+    lost = sum(
+        result[name]["crowd"]["lost_receipts"]
+        for name in ("sqlite_one_replica", "postgresql_replicas")
+    )
+    if args.require and lost:
+        print(f"error: bench_replicas: {lost} receipts lost", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -16,6 +16,7 @@ from staffstore.errors import ConstraintError, CorruptStoreError, NotFoundError,
 from staffstore.models import NewClaim, Receipt
 from staffstore.store import StaffStore
 from staffstore.store.migrations import MIGRATIONS
+from staffstore.store.sync_store import SyncStore
 
 #: The store suite runs on both backends (conftest.py).
 pytestmark = pytest.mark.both_backends
@@ -450,29 +451,58 @@ async def test_calls_are_held_per_owner_namespace_and_request(store: StaffStore)
 DNS_Q = "Why do DNS lookups inside the cluster take 5 seconds?"
 
 
-async def test_keys_written_by_an_older_matcher_are_rewritten_on_open(db_path: Path) -> None:
+async def test_keys_written_by_an_older_matcher_are_rewritten_on_open(
+    db: str | Path, backend: str
+) -> None:
     from staffstore.gate import query_first
     from staffstore.models import Turn
+    from staffstore.store.fts_tokens import fts_tokens
     from staffstore.text.matching import KEY_VERSION, normalize
 
-    async with StaffStore.open(db_path) as store:
+    old_key = "why dns lookup inside cluster tak 5 2th"
+    async with StaffStore.open(db) as store:
         await store.ensure_claim(NewClaim(owner="alice", question=DNS_Q, answer="ndots:5"))
-    # What an older staffstore left: its own content words, counted, and its version.
-    with sqlite3.connect(db_path) as db:
-        db.execute("UPDATE claims SET search_key = 'why dns lookup inside cluster tak 5 2th'")
-        db.execute("DELETE FROM term_counts")
-        db.execute("INSERT INTO term_counts VALUES ('alice', '2th', 1)")
-        db.execute("UPDATE store_settings SET value = ?", (str(KEY_VERSION - 1),))
 
-    async with StaffStore.open(db_path) as store:
+        # What an older staffstore left: its own content words, counted, indexed, and its
+        # version.
+        def older(sync: SyncStore) -> None:
+            with sync.db.write():
+                sync.db.execute("UPDATE claims SET search_key = ?", (old_key,))
+                sync.db.execute("DELETE FROM term_counts")
+                sync.db.execute("INSERT INTO term_counts VALUES ('alice', '2th', 1)")
+                sync.db.execute("UPDATE store_settings SET value = ? WHERE name = ?",
+                                (str(KEY_VERSION - 1), "search_key_version"))  # fmt: skip
+                if backend == "postgresql":
+                    sync.db.execute("UPDATE claims SET search_tokens = ?",
+                                    (list(fts_tokens(old_key)),))  # fmt: skip
+                    sync.db.execute("DELETE FROM claim_terms")
+                    sync.db.executemany(
+                        "INSERT INTO claim_terms SELECT 'alice', ?, rowid FROM claims",
+                        [(token,) for token in set(fts_tokens(old_key))],
+                    )
+
+        await store.run_sync(older)
+
+    async with StaffStore.open(db) as store:
         decision = await query_first(store, Turn(owner="alice", text=DNS_Q.lower()))
-    assert decision.outcome == "hit"
-    with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT search_key FROM claims").fetchone()[0] == normalize(DNS_Q).key
-        terms = dict(db.execute("SELECT term, n FROM term_counts WHERE owner = 'alice'"))
-        version = db.execute("SELECT value FROM store_settings").fetchone()[0]
-    assert terms == {word: 1 for word in normalize(DNS_Q).content}
+        assert decision.outcome == "hit"
+        rows = await store.run_sync(
+            lambda sync: (
+                sync.fetchall("SELECT search_key FROM claims"),
+                sync.fetchall("SELECT term, n FROM term_counts WHERE owner = 'alice'"),
+                sync.fetchall("SELECT value FROM store_settings WHERE name = 'search_key_version'"),
+            )
+        )
+    (((key,),), terms, ((version,),)) = rows
+    assert key == normalize(DNS_Q).key
+    assert dict(terms) == {word: 1 for word in normalize(DNS_Q).content}
     assert version == str(KEY_VERSION)
+    if backend == "postgresql":  # its doclists follow the new key too
+        async with StaffStore.open(db) as store:
+            indexed = await store.run_sync(
+                lambda sync: sync.fetchall("SELECT term FROM claim_terms")
+            )
+        assert {term for (term,) in indexed} == set(fts_tokens(key))
 
 
 # The content words normalize makes of these questions, as of KEY_VERSION. When a change to

@@ -565,6 +565,7 @@ def _insert_claims(
         columns = ", ".join((CLAIM_COLUMNS, "search_key", *extra))
         marks = ", ".join(["?"] * 11 + ["'live'", "?", "?", "NULL", "?"] + ["?"] * len(extra))
         db.executemany(f"INSERT INTO claims ({columns}) VALUES ({marks})", rows)
+        db.search.after_insert([str(row[0]) for row in rows])
         # In insertion order, so within one batch the later revision is the one that wins.
         db.executemany(
             "UPDATE claims SET status = 'superseded', superseded_by = ? "

@@ -112,7 +112,9 @@ class PostgresDatabase:
             raise StoreBusyError(f"{self.label} is locked by another writer ({error})") from error
         except psycopg.IntegrityError as error:
             raise ConstraintError(f"{self.label}: {_reason(error)}") from error
-        except psycopg.OperationalError as error:
+        except (psycopg.OperationalError, psycopg.DataError) as error:
+            # A lost connection, or a value the column cannot hold: the store's error, one
+            # line. (A ProgrammingError is a bug in staffstore's SQL and stays loud.)
             raise StoreError(f"{self.label}: {_reason(error)}") from error
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:

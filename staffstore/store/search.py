@@ -2,11 +2,12 @@
 
 SQLite keeps an FTS5 index (tokenizer unicode61) over each claim's question, answer and
 search key. PostgreSQL has no FTS5; there each claim carries the tokens FTS5 would make
-(fts_tokens.py): `search_tokens`, those of its search key, and `text_tokens`, those of its
-question and answer, both text[] with a GIN index, found by array containment. A word that is
-several tokens ("3.11") is a phrase to FTS5, so rows found by containment are then kept only
-where the phrase's tokens stand together, as FTS5 keeps them; ranked search computes FTS5's
-bm25 from the same counts FTS5 uses. So the gate finds the same candidates in the same order
+(fts_tokens.py): `search_tokens`, those of its search key, also kept as doclists
+(`claim_terms`: owner, token, rowid, read in rowid order from its primary key), and
+`text_tokens`, those of its question and answer, a text[] with a GIN index. A word that is
+several tokens ("3.11") is a phrase to FTS5, so rows holding all its tokens are then kept
+only where they stand together, as FTS5 keeps them; ranked search computes FTS5's bm25 from
+the same counts FTS5 uses. So the gate finds the same candidates in the same order
 on both, and decides the same (tests/test_backends.py plays the replays on both to check).
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from ..models import Claim
-from .fts_tokens import fts_tokens, holds_all, holds_phrase
+from .fts_tokens import fts_tokens, holds_phrase
 from .rows import QUALIFIED_CLAIM_COLUMNS, fts_all, fts_phrase, row_to_claim
 
 #: How a ranked search combines its words: every one must occur, or any one.
@@ -32,6 +33,8 @@ class Rows(Protocol):
     """The part of a Database (database.py) the searches use."""
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
@@ -48,6 +51,10 @@ class ClaimSearch(Protocol):
 
     def index_values(self, question: str, answer: str, search_key: str) -> tuple[Any, ...]:
         """The values of index_columns() for a claim with this text."""
+        ...
+
+    def after_insert(self, claim_ids: Sequence[str]) -> None:
+        """Index these newly inserted claims (inside the write that inserted them)."""
         ...
 
     def after_rekey(self, rowids: Sequence[int]) -> None:
@@ -97,6 +104,9 @@ class SqliteClaimSearch:
 
     def index_values(self, question: str, answer: str, search_key: str) -> tuple[Any, ...]:
         return ()
+
+    def after_insert(self, claim_ids: Sequence[str]) -> None:
+        return None  # by trigger
 
     def after_rekey(self, rowids: Sequence[int]) -> None:
         return None  # by trigger
@@ -162,7 +172,7 @@ class SqliteClaimSearch:
 
 
 class PostgresClaimSearch:
-    """FTS5's answers from token arrays (see the module's docstring)."""
+    """FTS5's answers from token arrays and doclists (see the module's docstring)."""
 
     owner_by_rowid = "c.owner"
 
@@ -176,6 +186,10 @@ class PostgresClaimSearch:
         asked, said, key = fts_tokens(question), fts_tokens(answer), fts_tokens(search_key)
         return (list(key), sorted(set(asked) | set(said)), len(asked) + len(said) + len(key))
 
+    def after_insert(self, claim_ids: Sequence[str]) -> None:
+        for start in range(0, len(claim_ids), 1000):
+            self._index_terms("c.id = ANY(?)", [list(claim_ids[start : start + 1000])])
+
     def after_rekey(self, rowids: Sequence[int]) -> None:
         for start in range(0, len(rowids), 500):
             block = list(rowids[start : start + 500])
@@ -188,6 +202,71 @@ class PostgresClaimSearch:
                 "WHERE rowid = ?",
                 [(*self.index_values(q, a, k), rowid) for rowid, q, a, k in rows],
             )
+            self.db.executemany("DELETE FROM claim_terms WHERE rowid = ?", [(r,) for r in block])
+            self._index_terms("c.rowid = ANY(?)", [block])
+
+    def _index_terms(self, which: str, params: Sequence[Any]) -> None:
+        # Each distinct token of a claim's search key once: a doclist holds a claim once.
+        self.db.execute(
+            "INSERT INTO claim_terms (owner, term, rowid) "
+            "SELECT DISTINCT c.owner, t.term, c.rowid FROM claims c, "
+            f"unnest(c.search_tokens) AS t(term) WHERE {which} ON CONFLICT DO NOTHING",
+            params,
+        )
+
+    def _doclists(self, owner: str, tokens: Sequence[str]) -> dict[str, list[int]]:
+        """Each token's claims (the owner's), by rowid ascending, in one query."""
+        found: dict[str, list[int]] = {token: [] for token in tokens}
+        if not tokens:
+            return found
+        for term, rowid in self.db.fetchall(
+            "SELECT term, rowid FROM claim_terms WHERE owner = ? AND term = ANY(?) "
+            "ORDER BY term, rowid",
+            (owner, sorted(set(tokens))),
+        ):
+            found[term].append(int(rowid))
+        return found
+
+    def _holding(
+        self, owner: str, groups: Sequence[Sequence[Sequence[str]]]
+    ) -> tuple[list[int], dict[int, str]]:
+        """Rowids (ascending) of the owner's claims whose search key holds every phrase of
+        any group (each a word's tokens), and the search keys read to check phrases."""
+        doclists = self._doclists(owner, [t for group in groups for p in group for t in p])
+        matched: set[int] = set()
+        unchecked: dict[int, list[Sequence[Sequence[str]]]] = {}
+        for group in groups:
+            sets = [set(doclists[t]) for p in group for t in p]
+            rows = set.intersection(*sets) if sets else set()
+            if all(len(p) == 1 for p in group):
+                matched |= rows  # a one-token word: its doclist is its phrase's
+            else:
+                for rowid in rows - matched:
+                    unchecked.setdefault(rowid, []).append(group)
+        keys: dict[int, str] = {}
+        if unchecked:
+            # A word of several tokens ("3.11") is a phrase: its tokens must stand together.
+            keys = dict(
+                self.db.fetchall(
+                    "SELECT rowid, search_key FROM claims WHERE rowid = ANY(?)",
+                    (sorted(unchecked),),
+                )
+            )
+            for rowid, waiting in unchecked.items():
+                tokens = fts_tokens(keys[rowid])
+                if any(all(holds_phrase(tokens, p) for p in group) for group in waiting):
+                    matched.add(rowid)
+        return sorted(matched), keys
+
+    def _claims(self, rowids: Sequence[int]) -> list[Claim]:
+        if not rowids:
+            return []
+        rows = self.db.fetchall(
+            f"SELECT {QUALIFIED_CLAIM_COLUMNS} FROM claims c WHERE c.rowid = ANY(?) "
+            "ORDER BY c.rowid",
+            (list(rowids),),
+        )
+        return [row_to_claim(row) for row in rows]
 
     def holding_all(
         self, owner: str, groups: Sequence[Sequence[str]], limit: int, *, key: str | None = None
@@ -202,52 +281,22 @@ class PostgresClaimSearch:
             found = {row[0]: row_to_claim(row) for row in rows}
         # FTS5's LIMIT counts a claim in both parts twice: so does this.
         left = limit - len(found)
-        wanted = [list(group) for group in groups if group]
-        if not wanted or left <= 0:
-            return list(found.values())
-        # Each group by containment of its tokens, then FTS5's phrase test where a word is
-        # several tokens; a row any group holds is one match, in rowid order, as FTS5 gives
-        # an OR of its rows.
-        phrases = [[fts_tokens(word) for word in group] for group in wanted]
+        phrases = [[fts_tokens(word) for word in group] for group in groups if group]
         # A word without a token is a phrase FTS5 matches nowhere: its group holds nothing.
-        kept = [i for i, group in enumerate(phrases) if all(group)]
-        wanted, phrases = [wanted[i] for i in kept], [phrases[i] for i in kept]
-        if not wanted:
+        phrases = [group for group in phrases if all(group)]
+        if not phrases or left <= 0:
             return list(found.values())
-        exact = all(len(p) == 1 for group in phrases for p in group)
-        clauses = " OR ".join("c.search_tokens @> ?" for _ in phrases)
-        params: list[Any] = [owner]
-        params += [sorted({t for p in group for t in p}) for group in phrases]
-        sql = (
-            f"SELECT {QUALIFIED_CLAIM_COLUMNS}, c.search_key FROM claims c "
-            f"WHERE c.owner = ? AND ({clauses}) ORDER BY c.rowid"
-        )
-        if exact:
-            sql += " LIMIT ?"
-            params.append(left)
-        for row in self.db.fetchall(sql, params):
-            if not exact:
-                tokens = fts_tokens(row[-1])
-                if not any(holds_all(tokens, group) for group in wanted):
-                    continue
-            found.setdefault(row[0], row_to_claim(row[:-1]))
-            left -= 1
-            if left <= 0:
-                break
+        rowids, _keys = self._holding(owner, phrases)
+        for claim in self._claims(rowids[:left]):
+            found.setdefault(claim.id, claim)
         return list(found.values())
 
     def rowids_holding(self, word: str, owner: str) -> list[int]:
         phrase = fts_tokens(word)
         if not phrase:
             return []  # FTS5 matches a phrase without a token nowhere
-        rows = self.db.fetchall(
-            "SELECT rowid, search_key FROM claims WHERE owner = ? AND search_tokens @> ? "
-            "ORDER BY rowid",
-            (owner, sorted(set(phrase))),
-        )
-        if len(phrase) == 1:
-            return [int(row[0]) for row in rows]
-        return [int(row[0]) for row in rows if holds_phrase(fts_tokens(row[1]), phrase)]
+        rowids, _keys = self._holding(owner, [[phrase]])
+        return rowids
 
     def ranked(
         self,
