@@ -69,9 +69,9 @@ class ClaimSearch(Protocol):
         (a claim in both parts comes once)."""
         ...
 
-    def rowids_holding(self, word: str, owner: str) -> list[int]:
-        """Rowids of claims whose search key holds `word`, ascending; the owner's at least
-        (SQLite reads the word's whole doclist; the caller checks owners)."""
+    def rowids_holding(self, words: Sequence[str], owner: str) -> dict[str, list[int]]:
+        """For each word, the rowids of claims whose search key holds it, ascending; the
+        owner's at least (SQLite reads a word's whole doclist; the caller checks owners)."""
         ...
 
     def ranked(
@@ -147,11 +147,16 @@ class SqliteClaimSearch:
         unique = {row[0]: row for row in rows}  # a claim can come from both halves
         return [row_to_claim(row) for row in unique.values()]
 
-    def rowids_holding(self, word: str, owner: str) -> list[int]:
-        rows = self.db.fetchall(
-            "SELECT rowid FROM claims_fts WHERE claims_fts MATCH ?", (fts_all([word]),)
-        )
-        return [int(row[0]) for row in rows]
+    def rowids_holding(self, words: Sequence[str], owner: str) -> dict[str, list[int]]:
+        return {
+            word: [
+                int(row[0])
+                for row in self.db.fetchall(
+                    "SELECT rowid FROM claims_fts WHERE claims_fts MATCH ?", (fts_all([word]),)
+                )
+            ]
+            for word in words
+        }
 
     def ranked(
         self,
@@ -291,12 +296,19 @@ class PostgresClaimSearch:
             found.setdefault(claim.id, claim)
         return list(found.values())
 
-    def rowids_holding(self, word: str, owner: str) -> list[int]:
-        phrase = fts_tokens(word)
-        if not phrase:
-            return []  # FTS5 matches a phrase without a token nowhere
-        rowids, _keys = self._holding(owner, [[phrase]])
-        return rowids
+    def rowids_holding(self, words: Sequence[str], owner: str) -> dict[str, list[int]]:
+        # One query for every word's doclist: the lookups are round trips to a server here.
+        phrases = {word: fts_tokens(word) for word in words}
+        doclists = self._doclists(owner, [t for p in phrases.values() for t in p])
+        found: dict[str, list[int]] = {}
+        for word, phrase in phrases.items():
+            if not phrase:
+                found[word] = []  # FTS5 matches a phrase without a token nowhere
+            elif len(phrase) == 1:
+                found[word] = doclists[phrase[0]]
+            else:
+                found[word] = self._holding(owner, [[phrase]])[0]
+        return found
 
     def ranked(
         self,

@@ -94,9 +94,10 @@ class SyncStore(StateTables, SyncJobs, SyncRetention):
         # without SQLite's temporary b-tree (for the 700 questions that hold two bench words at
         # 100,000 claims, about 1.0 ms against 1.5).
         shared: dict[int, float] = {}
+        doclists = self.db.search.rowids_holding([word for word, _count in words], owner)
         for word, count in words:
             weight = math.log(1.0 + _IDF_SCALE / max(count, 1))
-            for rowid in self.db.search.rowids_holding(word, owner):
+            for rowid in doclists[word]:
                 shared[rowid] = shared.get(rowid, 0.0) + weight
         # Most shared rarity first, ties by rowid: rowids sorted, then a stable sort on the
         # weight alone (reverse keeps ties in order). The same order as one sort on (-weight,
