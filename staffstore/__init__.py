@@ -4,7 +4,9 @@ Ask verified durable state before paying for a model call: `query_first` answers
 the owner's claims or misses with a reason; `ensure_mouth` runs a whole turn and writes its
 receipt; `StaffStore` holds it all in one SQLite file; `Staff` makes the same calls without
 async, for scripts and notebooks. `WorkingState` keeps an agent's current rules for every
-prompt; `AgentState` keeps the state its code writes, under a declared schema.
+prompt; `AgentState` keeps the state its code writes, under a declared schema. `ScopedState`
+keeps a workflow's keys in four namespaces that never fall back; `WorkflowMemory` keeps its
+run records and lessons, and the bounded, scrubbed section its next runs read.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -28,6 +30,7 @@ from .errors import (
     UpstreamUnreachableError,
 )
 from .gate import query_first
+from .memory import WorkflowMemory
 from .models import (
     ChatReply,
     Claim,
@@ -43,7 +46,7 @@ from .models import (
 )
 from .mouth import CachePolicy, ensure_mouth
 from .staff import Staff
-from .state import AgentState, Scope, WorkingState
+from .state import AgentState, Scope, ScopedState, ScopeRef, WorkingState
 from .store import StaffStore
 from .upstream import OpenRouter
 from .working_set import build_working_set
@@ -75,6 +78,8 @@ __all__ = [
     "OpenRouter",
     "Receipt",
     "Scope",
+    "ScopeRef",
+    "ScopedState",
     "Staff",
     "StaffStore",
     "StaffstoreError",
@@ -87,6 +92,7 @@ __all__ = [
     "UpstreamStatusError",
     "UpstreamTimeoutError",
     "UpstreamUnreachableError",
+    "WorkflowMemory",
     "WorkingSet",
     "WorkingState",
     "build_working_set",

@@ -164,6 +164,8 @@ class WorkingSet(_Model):
     tail_messages: int
     #: UTF-8 bytes of the working-state section in the prompt (0: none).
     working_state_bytes: int = 0
+    #: Tokens of the workflow-memory section in the prompt (0: none; see build_working_set).
+    memory_tokens: int = 0
 
 
 class ChatReply(_Model):

@@ -1,9 +1,10 @@
 """The same replays on SQLite and on PostgreSQL make the same decisions and the same ledgers.
 
-Every replay (single, workday, hostile, jobs, wakeups), in full, is played once on SQLite
-files and once on PostgreSQL databases (a fresh migrated database for each store the replay
-names); every ledger line, per-turn decisions included, must be equal. The store's own tests run on both
-backends too (the modules marked `both_backends`).
+Every replay of `replay all` that keeps a store (single, workday, hostile, jobs, wakeups,
+workflow-runs), in full, is played once on SQLite files and once on PostgreSQL databases (a
+fresh migrated database for each store the replay names); every ledger line, per-turn
+decisions included, must be equal. The store's own tests run on both backends too (the
+modules marked `both_backends`).
 """
 
 from __future__ import annotations

@@ -218,9 +218,11 @@ def test_cli_replay_all_writes_a_pairs_ledger_for_each_pairs_file(tmp_path: Path
     assert sorted(path.name for path in out.glob("*-ledger.json")) == [
         "hostile-ledger.json", "jobs-ledger.json", "pairs-tiny-ledger.json",
         "single-ledger.json", "wakeups-ledger.json", "workday-ledger.json",
+        "workflow-runs-ledger.json",
     ]  # fmt: skip
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
-        "NAME", "single", "workday,", "hostile", "NAME", "jobs", "NAME", "wakeups", "FILE",
+        "NAME", "single", "workday,", "hostile", "NAME", "jobs", "NAME", "wakeups",
+        "NAME", "workflow-runs", "workflow-runs", "NAME", "workflow-runs", "FILE",
         "tiny.jsonl", "tiny.jsonl",
     ]  # fmt: skip
 

@@ -167,7 +167,7 @@ def test_replay_all_skips_quora_with_one_line_and_plays_the_dev_set(tmp_path: Pa
     assert sorted(path.name for path in out.glob("*-ledger.json")) == [
         "hostile-ledger.json", "jobs-ledger.json", "pairs-tiny-ledger.json",
         "single-ledger.json", "wakeups-ledger.json", "workday-ledger.json",
-        "workday_dev-ledger.json",
+        "workday_dev-ledger.json", "workflow-runs-ledger.json",
     ]  # fmt: skip
 
 

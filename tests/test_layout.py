@@ -31,6 +31,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     # The working set carries the agent's working state, which state renders from the store.
     "working_set": frozenset({"store", "state", "models", "errors", "identity"}),
     "state": frozenset({"store", "models", "errors", "identity"}),
+    # Workflow memory scrubs with state's scrubber and names namespaces as scoped state does.
+    "memory": frozenset({"store", "state", "models", "errors", "identity"}),
     "jobs": frozenset({"store", "text", "models", "errors", "identity"}),
 }
 #: Layers each layer must never import, on top of ALLOWED.

@@ -16,14 +16,16 @@ import pytest
 from staffstore.errors import InputError
 from staffstore.replays import REPLAYS, run_all, run_replay
 from staffstore.replays.harness import SUMMARY_FIELDS
+from staffstore.replays.memory_report import MEMORY_REPLAYS
 from staffstore.replays.pool import findings
 from staffstore.replays.report import JOB_REPLAYS, STATE_REPLAYS
 from staffstore.text.matching import normalize
 
 NAMES = sorted(REPLAYS)
 #: The replays of turns (the jobs replay counts dispatches: see test_jobs_replay.py; the
-#: wakeups replay counts wake-ups: see test_wakeups_replay.py).
-TURN_NAMES = sorted(set(REPLAYS) - JOB_REPLAYS - STATE_REPLAYS)
+#: wakeups replay counts wake-ups: see test_wakeups_replay.py; the workflow-runs replay counts
+#: runs: see test_workflow_runs_replay.py).
+TURN_NAMES = sorted(set(REPLAYS) - JOB_REPLAYS - STATE_REPLAYS - MEMORY_REPLAYS)
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,6 @@ _GREP = """
 import sys
 from pathlib import Path
 
-#: Runs on SQLite and on PostgreSQL (conftest.py).
-pytestmark = pytest.mark.both_backends
 marker, *paths = sys.argv[1:]
 print(" ".join(Path(p).name for p in paths if Path(p).exists()
                and marker.encode() in Path(p).read_bytes()))

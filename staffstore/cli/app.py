@@ -52,7 +52,10 @@ EXTENSIONS: tuple[str, ...] = (
     "staffstore.cli.serve",
     "staffstore.cli.state",
     "staffstore.cli.agent_state",
+    "staffstore.cli.scoped_state",
+    "staffstore.cli.memory",
     "staffstore.cli.config_cmd",
+    "staffstore.cli.operations",
 )
 
 EXIT_FAILED = 1

@@ -23,6 +23,14 @@ from ..replays.charts import CHARTS, draw_charts, existing_charts
 from ..replays.evaluations import REPO_PAIRS_DIR, eval_dirs, plan, run_evaluation
 from ..replays.gate_card import gate_card_markdown
 from ..replays.live_chart import draw_live_chart, live_series
+from ..replays.memory_report import (
+    MEMORY_REPLAYS,
+    RUN_FIELDS,
+    STEP_FIELDS,
+    WorkflowRunsLedger,
+    run_row,
+    step_rows,
+)
 from ..replays.pairs import default_ledger_path, run_pairs
 from ..replays.report import (
     JOB_REPLAYS,
@@ -82,7 +90,7 @@ def note(text: str) -> None:
 def _print_replays(ledgers: list[dict[str, Any]]) -> None:
     """One line a replay: its main summary, under the ledger's own field names (the jobs
     replay, which counts dispatches and not turns, in a table of its own)."""
-    others = JOB_REPLAYS | STATE_REPLAYS
+    others = JOB_REPLAYS | STATE_REPLAYS | MEMORY_REPLAYS
     parsed = [ReplayLedger.model_validate(raw) for raw in ledgers if raw["name"] not in others]
     print_table(
         [field.upper() for _, field in REPLAY_COLUMNS],
@@ -94,6 +102,11 @@ def _print_replays(ledgers: list[dict[str, Any]]) -> None:
     print_table(
         [field.upper() for _, field in WAKEUPS_COLUMNS], [wakeups_row(ledger) for ledger in states]
     )
+    memory = [
+        WorkflowRunsLedger.model_validate(raw) for raw in ledgers if raw["name"] in MEMORY_REPLAYS
+    ]
+    print_table(STEP_FIELDS, [row for ledger in memory for row in step_rows(ledger)])
+    print_table(RUN_FIELDS, [run_row(ledger) for ledger in memory])
 
 
 def _print_pairs(ledgers: list[dict[str, Any]]) -> None:

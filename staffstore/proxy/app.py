@@ -14,6 +14,7 @@ chat request from a known owner leaves a receipt, hit or miss, success or failur
     GET  /metrics               Prometheus text format (needs the metrics key)
     GET  /openapi.json          the OpenAPI 3.1 document of these routes (openapi.py), no key
     .../v1/staffstore/state/... and /v1/staffstore/agent-state...: see state_routes.py
+    .../v1/staffstore/scoped-state..., workflows/{name}/..., runs/..., memory/...: memory_routes.py
 
 With `access_log` on, access_log.py writes one line per request (owner, never key).
 
@@ -81,6 +82,7 @@ from .bodies import PromoteBody
 from .config import ServeConfig, WorkingSetMode, hash_key
 from .heap import freeze_startup_heap, thaw_startup_heap
 from .jobs import JobEndpoints
+from .memory_routes import MemoryRoutes
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
 from .openapi import openapi_document
 from .pending import (
@@ -971,6 +973,7 @@ def create_app(
                 scope_key=config.state_key,
                 config=StateConfig(handoff_max_bytes=config.handoff_max_bytes),
             ).routes(),
+            *MemoryRoutes(proxy).routes(),
         ],
         exception_handlers={
             WireError: proxy.on_wire_error,

@@ -21,8 +21,18 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from ..jobs import Dispatch
+from ..memory import (
+    EffectiveMemory,
+    Lesson,
+    MemoryEntry,
+    MemorySection,
+    MemoryView,
+    Remembered,
+    RunFinish,
+    RunRecord,
+)
 from ..models import Claim, Job, JobLedger, Ledger, NewClaim
-from ..state import AgentStateSchema
+from ..state import AgentStateSchema, ScopedValue, ScopedWrite
 from ..state.models import (
     AgentStateInfo,
     AgentStateRead,
@@ -35,6 +45,16 @@ from ..state.models import (
 )
 from .bodies import PromoteBody
 from .jobs import PRIVATE_JOB_FIELDS, DispatchBody
+from .memory_routes import (
+    EditBody,
+    FinishBody,
+    LessonBody,
+    MemoryConfigBody,
+    RememberBody,
+    ScopedKeyBody,
+    ScopedSetBody,
+    StartRunBody,
+)
 from .state_routes import (
     AgentStatePutBody,
     AgentStateReadBody,
@@ -132,7 +152,8 @@ _ERRORS: dict[int, str] = {
     403: "The key may not do this (an admin key is needed, or the feature is off).",
     404: "Not found among the caller's own (another owner's is not found either).",
     408: "The request body did not arrive in time.",
-    409: "The working state is at its cap of live keys; the body lists them.",
+    409: "A cap or a setting refused the write (the working state's cap of live keys, a full "
+    "scoped-state namespace, memory turned off); the body says which.",
     412: "A compare-and-swap found another value or version; the body holds the current one.",
     413: "The request body is larger than the server accepts.",
     429: "The owner's storage quota is used up, or (a job dispatch) as many of its jobs, or of "
@@ -147,6 +168,16 @@ _ALWAYS = (401, 500)
 _BODY = (400, 408, 413)
 _STATE = "/v1/staffstore/state/{agent}"
 _AGENT_STATE = "/v1/staffstore/agent-state"
+_SCOPED = "/v1/staffstore/scoped-state"
+_FLOW = "/v1/staffstore/workflows/{name}"
+_SCOPE_QUERY = {
+    "scope": "step, workflow, project or global.",
+    "project": "The project (default: default).",
+    "workflow": "The workflow (step and workflow scopes).",
+    "step": "The step (step scope).",
+}
+_PROJECT_QUERY = {"project": "The workflow's project (default: default; a body's wins)."}
+_FORGOTTEN = View(None, "staffstore.memory_forgotten", add={"forgotten": {"type": "integer"}})
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
@@ -264,6 +295,88 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "post", f"{_AGENT_STATE}/sweep", "Remove or trim states past their retention.",
         reply=View(SweepReport, "staffstore.agent_state_sweep"), errors=(503,),
+    ),
+    Operation(
+        "get", _SCOPED, "Every key of one scoped-state namespace (never another's).",
+        reply=ListOf(ScopedValue), errors=(400, 503), query=_SCOPE_QUERY,
+    ),
+    Operation(
+        "post", f"{_SCOPED}/get",
+        "One key of one namespace: present with its value, or absent (present false).",
+        body=ScopedKeyBody, reply=View(ScopedValue, "staffstore.scoped_value"),
+        errors=(*_BODY, 503),
+    ),
+    Operation(
+        "post", f"{_SCOPED}/set", "Set one key of one namespace (a value holding a secret is "
+        "refused).",
+        body=ScopedSetBody, reply=View(ScopedWrite, "staffstore.scoped_state_write"),
+        errors=(*_BODY, 409, 503),
+    ),
+    Operation(
+        "post", f"{_SCOPED}/delete", "Delete one key of one namespace.",
+        body=ScopedKeyBody, reply=View(ScopedWrite, "staffstore.scoped_state_write"),
+        errors=(*_BODY, 404, 503),
+    ),
+    Operation(
+        "get", f"{_FLOW}/memory",
+        "Every entry of a workflow's memory, newest first, and the section a step reads.",
+        reply=View(MemoryView, "staffstore.workflow_memory", add={"section": MemorySection}),
+        errors=(400, 503), query={**_PROJECT_QUERY, "step": "The section as this step reads it."},
+    ),
+    Operation(
+        "post", f"{_FLOW}/memory", "A lesson written by hand (scrubbed of secrets).",
+        body=LessonBody, reply=View(Lesson, "staffstore.lesson"), status=201,
+        errors=(*_BODY, 503), query=_PROJECT_QUERY,
+    ),
+    Operation(
+        "delete", f"{_FLOW}/memory", "Forget every run record, lesson and the digest.",
+        reply=_FORGOTTEN, errors=(400, 503), query=_PROJECT_QUERY,
+    ),
+    Operation(
+        "get", f"{_FLOW}/memory/config", "The memory settings in force (for a step: narrowed).",
+        reply=View(EffectiveMemory, "staffstore.memory_settings"), errors=(400, 503),
+        query={**_PROJECT_QUERY, "step": "The settings in force for this step."},
+    ),
+    Operation(
+        "put", f"{_FLOW}/memory/config",
+        "Change a workflow's memory settings, or narrow one step's.",
+        body=MemoryConfigBody, reply=View(EffectiveMemory, "staffstore.memory_settings"),
+        errors=(*_BODY, 503), query=_PROJECT_QUERY,
+    ),
+    Operation(
+        "post", f"{_FLOW}/runs", "Open a run of the workflow (what it was asked, scrubbed).",
+        body=StartRunBody, reply=View(RunRecord, "staffstore.run"), status=201,
+        errors=(*_BODY, 503), query=_PROJECT_QUERY,
+    ),
+    Operation(
+        "post", "/v1/staffstore/runs/{run_id}/remember",
+        "Record a lesson during a run, for later runs of its workflow.",
+        body=RememberBody, reply=View(Remembered, "staffstore.remembered"), status=201,
+        errors=(*_BODY, 404, 409, 503),
+    ),
+    Operation(
+        "post", "/v1/staffstore/runs/{run_id}/finish",
+        "End a run (done, failed or cancelled) and keep its record.",
+        body=FinishBody, reply=View(RunFinish, "staffstore.run_finish"),
+        errors=(*_BODY, 404, 503),
+    ),
+    Operation(
+        "get", "/v1/staffstore/memory/{entry_id}", "One lesson, run record or digest.",
+        reply=View(MemoryEntry, "staffstore.memory_entry"), errors=(404, 503),
+    ),
+    Operation(
+        "patch", "/v1/staffstore/memory/{entry_id}",
+        "Rewrite a lesson's or the digest's text (scrubbed of secrets).",
+        body=EditBody, reply=View(MemoryEntry, "staffstore.memory_entry"),
+        errors=(*_BODY, 404, 503),
+    ),
+    Operation(
+        "delete", "/v1/staffstore/memory/{entry_id}", "Forget one entry.",
+        reply=View(
+            None, "staffstore.memory_forgotten",
+            add={"forgotten": {"type": "integer"}, "entry": MemoryEntry},
+        ),
+        errors=(404, 503),
     ),
     Operation(
         "get", "/healthz", "Liveness.",

@@ -19,6 +19,15 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InputError
 from ..store.importer import validation_message
 from . import REPLAYS
+from .memory_report import (
+    MEMORY_REPLAYS,
+    RUN_HEADINGS,
+    STEP_HEADINGS,
+    WorkflowRunsLedger,
+    explanation,
+    run_row,
+    step_rows,
+)
 
 START = "<!-- results:start -->"
 END = "<!-- results:end -->"
@@ -258,6 +267,8 @@ class Ledgers:
     jobs: dict[str, JobsLedger] = field(default_factory=dict)
     #: The wakeups replay's ledger, by name (see STATE_REPLAYS).
     wakeups: dict[str, WakeupsLedger] = field(default_factory=dict)
+    #: The workflow-runs replay's ledger, by name (see memory_report.MEMORY_REPLAYS).
+    memory: dict[str, WorkflowRunsLedger] = field(default_factory=dict)
     #: The benchmark ledgers (bench-store.json, bench-proxy.json) as written, when present.
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The workday-dev replay's ledger, when present.
@@ -294,6 +305,8 @@ def read_ledgers(folder: Path) -> Ledgers:
             found.jobs[name] = read_ledger(path, JobsLedger)
         elif path.exists() and name in STATE_REPLAYS:
             found.wakeups[name] = read_ledger(path, WakeupsLedger)
+        elif path.exists() and name in MEMORY_REPLAYS:
+            found.memory[name] = read_ledger(path, WorkflowRunsLedger)
         elif path.exists():
             found.replays[name] = read_ledger(path, ReplayLedger)
         else:
@@ -309,7 +322,10 @@ def read_ledgers(folder: Path) -> Ledgers:
                 found.benchmarks[name] = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise InputError(f"cannot read {path}: {error}") from None
-    nothing = not (found.replays or found.pairs or found.jobs or found.wakeups or found.workday)
+    nothing = not (
+        found.replays or found.pairs or found.jobs or found.wakeups or found.memory
+        or found.workday
+    )  # fmt: skip
     if nothing and found.dev is None:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
     return found
@@ -628,6 +644,13 @@ def results_markdown(
             "checked against the replay's own record of every rule at that minute. The section "
             f"is capped at {cap:,} bytes. The last column counts the prompts that would have "
             "carried a superseded value had they read the last notes instead.",
+        ]  # fmt: skip
+    for memory in ledgers.memory.values():
+        lines += [
+            "", "### Workflow-runs replay (scoped state and run memory)", "",
+            *_table(STEP_HEADINGS, "ll" + "r" * (len(STEP_HEADINGS) - 2), step_rows(memory)),
+            "", *_table(RUN_HEADINGS, "l" + "r" * (len(RUN_HEADINGS) - 1), [run_row(memory)]),
+            "", explanation(memory),
         ]  # fmt: skip
     if ledgers.pairs:
         lines += [

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Progress
-from . import hostile, jobs, single, wakeups, workday
+from . import hostile, jobs, single, wakeups, workday, workflow_runs
 from .harness import ReplayOutput, StoreFor, write_json
 
 ReplayFn = Callable[[Path, int, bool, StoreFor | None], Awaitable[ReplayOutput]]
@@ -25,6 +25,7 @@ REPLAYS: dict[str, ReplayFn] = {
     "hostile": hostile.play,
     "jobs": jobs.play,
     "wakeups": wakeups.play,
+    "workflow-runs": workflow_runs.play,
 }
 
 

@@ -1,12 +1,16 @@
-"""Working state and agent state: what an agent is committed to now, and what its code keeps.
+"""Working state, agent state and scoped state: an agent's rules, its code's memory, a
+workflow's keys.
 
 Working state (working.py) is one authoritative table of an agent's current rules, changed only
 by explicit calls with a reason, each change kept in a supersession chain, and rendered into the
 tail of every prompt (section.py). Agent state (agent.py) is the working memory an agent's code
 keeps under a declared schema (schema.py): versioned, capped, kept by retention, erased with a
-proof, and never shown to a model. Names pass checks.py; JSON from outside passes strict_json.py
-(the proxy's bodies and the CLI's too). May import store (its methods only, no SQL here), models,
-errors and identity; never the gate, working_set, mouth, proxy, cli or replays.
+proof, and never shown to a model. Scoped state (scoped.py) is what repeated work keeps between
+runs, in four namespaces (step, workflow, project, global) that never fall back; secrets.py
+scrubs secrets from what workflow memory stores, and scoped state refuses them. Names pass
+checks.py; JSON from outside passes strict_json.py (the proxy's bodies and the CLI's too). May
+import store (its methods only, no SQL here), models, errors and identity; never the gate,
+working_set, mouth, proxy, cli or replays.
 """
 
 from .agent import AgentState
@@ -25,11 +29,14 @@ from .models import (
     WorkingStateView,
 )
 from .schema import AgentStateSchema, FieldSpec, load_schema
+from .scoped import DEFAULT_PROJECT, ScopedState, ScopedValue, ScopedWrite, ScopeRef
+from .secrets import Scrubber
 from .section import render_section
 from .working import WorkingState, working_state_section
 
 __all__ = [
     "DEFAULT_AGENT",
+    "DEFAULT_PROJECT",
     "AgentState",
     "AgentStateInfo",
     "AgentStateRead",
@@ -39,6 +46,11 @@ __all__ = [
     "FieldSpec",
     "Handoff",
     "Scope",
+    "ScopeRef",
+    "ScopedState",
+    "ScopedValue",
+    "ScopedWrite",
+    "Scrubber",
     "StateConfig",
     "StateEntry",
     "StateEvent",

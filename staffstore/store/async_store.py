@@ -28,6 +28,7 @@ from ..text.matching import KEY_VERSION, normalize
 from .database import Database, Dialect
 from .jobs import AsyncJobs
 from .location import StoreLocation, parse_location
+from .memory_tables import AsyncMemoryTables
 from .receipt_queries import AsyncReceiptQueries
 from .retention import AsyncRetention
 from .rows import (
@@ -63,7 +64,9 @@ class Engine(Protocol):
     async def close(self) -> None: ...
 
 
-class StaffStore(AsyncStateTables, AsyncJobs, AsyncReceiptQueries, AsyncRetention):
+class StaffStore(
+    AsyncStateTables, AsyncMemoryTables, AsyncJobs, AsyncReceiptQueries, AsyncRetention
+):
     """The durable store. Open it with `async with StaffStore.open(path_or_url) as store:`."""
 
     def __init__(

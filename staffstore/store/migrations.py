@@ -8,7 +8,7 @@ file is recognised and left alone.
 
 from __future__ import annotations
 
-from . import state_tables
+from . import memory_tables, state_tables
 from .database import COUNT_TERMS
 
 #: `PRAGMA application_id` of a staffstore file: "SfSt" in ASCII (see `file(1)`'s magic).
@@ -276,4 +276,7 @@ MIGRATIONS: list[list[str]] = [
         ) WITHOUT ROWID
         """,
     ],
+    # 9: scoped state (step, workflow, project, global) and workflow memory (run records,
+    # lessons, rolling digests, memory settings); see memory_tables.py.
+    memory_tables.MIGRATION,
 ]

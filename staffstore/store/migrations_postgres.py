@@ -12,6 +12,8 @@ Never edit a shipped step.
 
 from __future__ import annotations
 
+from . import memory_tables
+
 #: A text column that sorts and compares bytewise.
 _T = 'TEXT COLLATE "C"'
 #: An epoch in seconds.
@@ -329,4 +331,6 @@ MIGRATIONS: list[list[str]] = [
         )
         """,
     ],
+    # Scoped state and workflow memory (SQLite's step 9); see memory_tables.py.
+    memory_tables.POSTGRES_MIGRATION,
 ]

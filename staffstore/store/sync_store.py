@@ -18,6 +18,7 @@ from ..models import Claim, Receipt, Role
 from ..text.matching import normalize
 from .database import Database
 from .jobs import SyncJobs
+from .memory_tables import MemoryTables
 from .retention import SyncRetention
 from .rows import (
     QUALIFIED_CLAIM_COLUMNS,
@@ -44,7 +45,7 @@ _OWNER_CHECK_BLOCK = 32
 _IDF_SCALE = 1_000.0
 
 
-class SyncStore(StateTables, SyncJobs, SyncRetention):
+class SyncStore(StateTables, MemoryTables, SyncJobs, SyncRetention):
     """The store's operations as plain calls on one database connection (database.py).
 
     StaffStore.run_sync runs them on a thread that owns the connection for the call: there a

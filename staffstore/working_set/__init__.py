@@ -1,7 +1,8 @@
 """The working set: what is sent upstream for a turn that misses, within a token budget.
 
 Owns build_working_set (build.py): the session's tail, the claims the store relates to the turn,
-the agent's working state. May import models, errors, store and state (the working-state
+the agent's working state, a workflow step's memory section (taken as a MemorySource, so
+the memory layer is not imported). May import models, errors, store and state (the working-state
 section); never the gate, mouth, proxy, cli or replays.
 """
 
@@ -9,6 +10,7 @@ from .build import (
     CUT_MARKER,
     DEFAULT_BUDGET,
     DEFAULT_SYSTEM,
+    MemorySource,
     approximate_tokens,
     build_working_set,
 )
@@ -17,6 +19,7 @@ __all__ = [
     "CUT_MARKER",
     "DEFAULT_BUDGET",
     "DEFAULT_SYSTEM",
+    "MemorySource",
     "approximate_tokens",
     "build_working_set",
 ]

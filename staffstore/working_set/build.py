@@ -1,16 +1,18 @@
 """build_working_set: the bounded prompt a miss sends to the model.
 
 The system instruction, then the owner's claims relevant to the turn (marked as recalled
-context, not as the user's words), then the last few messages of the session, then the agent's
-working state (the authoritative current values, after everything a provider caches as a
-prefix; nothing when there is none), then the turn. Never the whole transcript. Everything
-fits a token budget; what does not fit is cut at a visible marker, dropping the oldest tail
-messages first, then the least relevant claims.
+context, not as the user's words), then, for a step of a workflow, what its earlier runs
+learned (the memory section, marked as the past and not an instruction), then the last few
+messages of the session, then the agent's working state (the authoritative current values,
+after everything a provider caches as a prefix; nothing when there is none), then the turn.
+Never the whole transcript. Everything fits a token budget; what does not fit is cut at a
+visible marker, dropping the oldest tail messages first, then the least relevant claims.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from ..errors import InputError
 from ..models import Claim, Message, Turn, WorkingSet
@@ -31,6 +33,16 @@ MIN_BUDGET = 64
 CUT_MARKER = "[... cut to fit the working-set budget ...]"
 
 TokenCounter = Callable[[str], int]
+
+
+class MemorySource(Protocol):
+    """What `memory=` takes: a step's view of its workflow's memory (memory.StepMemory, from
+    `WorkflowMemory.for_step`). Taken as a protocol, so the working set needs no import of
+    the memory layer."""
+
+    async def prompt_section(self, max_tokens: int, count: TokenCounter) -> str:
+        """The section's text within `max_tokens` ("" when there is none)."""
+        ...
 
 
 def approximate_tokens(text: str) -> int:
@@ -72,12 +84,14 @@ async def build_working_set(
     recall: int = DEFAULT_RECALL,
     count: TokenCounter = approximate_tokens,
     state_bytes: int = STATE_DEFAULTS.section_max_bytes,
+    memory: MemorySource | None = None,
 ) -> WorkingSet:
     """Assemble the bounded prompt for a miss, in a deterministic order, within `budget`.
 
     The working state of `turn.agent` (the default agent when None) takes at most
     `state_bytes` UTF-8 bytes and at most half of what the question and instruction leave;
-    `state_bytes=0` leaves it out.
+    `state_bytes=0` leaves it out. `memory` (a workflow step's memory) adds its section, within
+    its own budget and at most half of what the working state leaves.
     """
     if budget < MIN_BUDGET:
         raise InputError(f"a working-set budget must be at least {MIN_BUDGET} tokens")
@@ -101,6 +115,13 @@ async def build_working_set(
             store, turn.owner, turn.agent or DEFAULT_AGENT, now=turn.now, max_bytes=room
         )
         remaining -= count(state_text)
+
+    # What earlier runs of the workflow learned comes next: it is what the step was built to
+    # read, and its own budget already bounds it.
+    memory_text = ""
+    if memory is not None and remaining > 1:
+        memory_text = await memory.prompt_section(remaining // 2, count)
+        remaining -= count(memory_text)
 
     recalled: list[Claim] = []
     recall_text = ""
@@ -135,6 +156,8 @@ async def build_working_set(
     messages = [Message(role="system", content=system_text)]
     if recall_text:
         messages.append(Message(role="system", content=recall_text))
+    if memory_text:
+        messages.append(Message(role="system", content=memory_text))
     if truncated:
         messages.append(Message(role="system", content=CUT_MARKER))
     messages.extend(history)
@@ -149,4 +172,5 @@ async def build_working_set(
         recalled_claim_ids=[c.id for c in recalled],
         tail_messages=len(history),
         working_state_bytes=len(state_text.encode("utf-8")),
+        memory_tokens=count(memory_text) if memory_text else 0,
     )
