@@ -363,3 +363,27 @@ def test_report_quotes_the_proxy_benchmark_ledger(tmp_path: Path) -> None:
     ) in text
     assert f"| miss overhead (with lookup) | {miss['overhead_p50_ms']:.2f} ms |  |" in text
     assert f"| claim hit | {written['hit_claim']['p50_ms']:.2f} ms |" in text
+
+
+def test_report_quotes_the_postgresql_benchmark_ledgers(tmp_path: Path) -> None:
+    folder = tmp_path / "bench-ledgers"
+    folder.mkdir()
+    for name in ("bench-backends.json", "bench-replicas.json"):
+        written = (ROOT / "ledgers" / name).read_text(encoding="utf-8")
+        (folder / name).write_text(written, encoding="utf-8")
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    text = results_markdown(read_ledgers(folder))
+    backends = json.loads((folder / "bench-backends.json").read_text(encoding="utf-8"))
+    for result in backends["results"]:
+        postgres = result["query_first_ms"]["postgresql"]
+        assert (
+            f"| {result['claims']:,} | " in text
+            and f"| {postgres['p50']:.2f} / {postgres['p99']:.2f} ms |" in text
+            and f"| {result['decisions_differing']} of {result['queries']:,} |" in text
+        )
+    replicas = json.loads((folder / "bench-replicas.json").read_text(encoding="utf-8"))
+    several = replicas["postgresql_replicas"]
+    assert f"| {several['replicas']} replicas on one PostgreSQL | " in text
+    assert f"| {several['crowd']['receipts']} of {several['crowd']['clients']} |" in text

@@ -269,7 +269,8 @@ class Ledgers:
     wakeups: dict[str, WakeupsLedger] = field(default_factory=dict)
     #: The workflow-runs replay's ledger, by name (see memory_report.MEMORY_REPLAYS).
     memory: dict[str, WorkflowRunsLedger] = field(default_factory=dict)
-    #: The benchmark ledgers (bench-store.json, bench-proxy.json) as written, when present.
+    #: The benchmark ledgers (bench-store.json, bench-proxy.json, bench-backends.json,
+    #: bench-replicas.json) as written, when present.
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The workday-dev replay's ledger, when present.
     dev: DevLedger | None = None
@@ -315,7 +316,7 @@ def read_ledgers(folder: Path) -> Ledgers:
         found.pairs.append(read_ledger(path, PairsLedger))
     for path in sorted(folder.glob(TRAIN_GLOB)):
         found.workday.append(read_ledger(path, DevLedger))
-    for name in ("store", "proxy"):
+    for name in ("store", "proxy", "backends", "replicas"):
         path = folder / f"bench-{name}.json"
         if path.exists():
             try:
@@ -594,6 +595,72 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             "",
             *_table(["request", "p50", "p99"], "lrr", rows),
         ]
+    lines += _backend_lines(benchmarks)
+    return lines
+
+
+def _p50_p99(figures: dict[str, Any]) -> str:
+    return f"{figures['p50']:.2f} / {figures['p99']:.2f} ms"
+
+
+def _backend_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
+    """SQLite beside PostgreSQL: the gate on each, and one SQLite replica against several on
+    one PostgreSQL (bench_backends.py, bench_replicas.py)."""
+    lines: list[str] = []
+    backends = benchmarks.get("backends")
+    if backends is not None:
+        rows = [
+            [
+                f"{r['claims']:,}",
+                *(_p50_p99(r["query_first_ms"][side]) for side in ("sqlite", "postgresql")),
+                *(f"{r['import_seconds'][side]:.1f} s" for side in ("sqlite", "postgresql")),
+                f"{r['decisions_differing']} of {r['queries']:,}",
+            ]
+            for r in backends.get("results", [])
+        ]
+        lines += [
+            "",
+            "SQLite beside PostgreSQL, the same claims and queries in the same run "
+            "(`benchmarks/bench_backends.py`, ledgers/bench-backends.json):",
+            "",
+            *_table(
+                ["claims", "SQLite query_first p50 / p99", "PostgreSQL query_first p50 / p99",
+                 "SQLite import", "PostgreSQL import", "decisions differing"],
+                "rrrrrr",
+                rows,
+            ),
+        ]  # fmt: skip
+    replicas = benchmarks.get("replicas")
+    if replicas is not None:
+        setups = [
+            ("one replica on SQLite", replicas["sqlite_one_replica"]),
+            (
+                f"{replicas['postgresql_replicas']['replicas']} replicas on one PostgreSQL",
+                replicas["postgresql_replicas"],
+            ),
+        ]
+        rows = [
+            [
+                label,
+                f"{r['claim_hit']['p50_ms']:.2f} / {r['claim_hit']['p99_ms']:.2f} ms",
+                f"{r['claim_hits_per_second']:,.0f}",
+                f"{r['miss_overhead_p50_ms']:.2f} ms",
+                f"{r['crowd']['receipts']} of {r['crowd']['clients']}",
+            ]
+            for label, r in setups
+        ]
+        lines += [
+            "",
+            "Replicas (`benchmarks/bench_replicas.py`, ledgers/bench-replicas.json; clients, "
+            "replicas, the fake upstream and PostgreSQL share this machine's cores):",
+            "",
+            *_table(
+                ["setup", "claim hit p50 / p99", "claim hits per second",
+                 "miss overhead p50", "receipts of concurrent clients"],
+                "lrrrr",
+                rows,
+            ),
+        ]  # fmt: skip
     return lines
 
 
