@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -210,3 +211,25 @@ def test_a_workflow_of_another_project_is_another_workflow(server: Server) -> No
     shown = call(server, "GET", "/workflows/http-proj/memory?project=acme-api").json()
     assert [entry["text"] for entry in shown["entries"]] == ["api"]
     assert call(server, "GET", "/workflows/http-proj/memory").json()["entries"] == []
+
+
+def test_a_variable_the_config_names_as_secret_never_reaches_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The [serve] table's secret_env: a variable no built-in rule would take for a secret.
+    value = "plain-looking-value-4417"
+    monkeypatch.setenv("DEPLOY_NOTE_VALUE", value)
+    db = tmp_path / "proxy.db"
+    with running_proxy(db, secret_env=("DEPLOY_NOTE_VALUE",)) as server:
+        started = call(server, "POST", "/workflows/cfg/runs", {"input": {"note": value}})
+        assert started.status_code == 201, started.text
+        run = started.json()
+        remembered = call(server, "POST", f"/runs/{run['id']}/remember",
+                          {"body": f"the note was {value}"})  # fmt: skip
+        assert remembered.status_code == 201 and value not in remembered.text
+        finished = call(server, "POST", f"/runs/{run['id']}/finish", {"status": "done"})
+        assert finished.status_code == 200
+    held = b"".join(
+        path.read_bytes() for path in (db, db.with_name(db.name + "-wal")) if path.exists()
+    )
+    assert value.encode() not in held

@@ -138,3 +138,14 @@ def test_the_documented_example_file_is_valid(tmp_path: Path) -> None:
     config = build_config(config_file=_write(tmp_path, text), environ={})
     assert config.keys[hash_key("sk-local-ops")] == OwnerKey("ops", admin=True)
     assert config.keys[hash_key("test")] == OwnerKey("alice")
+
+
+def test_secret_env_names_variables_and_is_checked(tmp_path: Path) -> None:
+    named = _write(tmp_path, '[serve]\ntrusted = true\nsecret_env = ["DEPLOY_NOTE", "DB_PASS"]\n')
+    assert build_config(config_file=named, environ={}).secret_env == ("DEPLOY_NOTE", "DB_PASS")
+    wrong = _write(tmp_path, '[serve]\ntrusted = true\nsecret_env = "DEPLOY_NOTE"\n')
+    with pytest.raises(InputError, match="secret_env has the wrong type"):
+        build_config(config_file=wrong, environ={})
+    empty_name = _write(tmp_path, '[serve]\ntrusted = true\nsecret_env = ["DB_PASS", ""]\n')
+    with pytest.raises(InputError, match="secret_env must be a list of environment variable"):
+        build_config(config_file=empty_name, environ={})

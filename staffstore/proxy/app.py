@@ -69,6 +69,7 @@ from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from ..mouth import new_receipt_id
 from ..state.config import DEFAULT_AGENT, StateConfig
+from ..state.secrets import Scrubber
 from ..state.working import working_state_section
 from ..store import StaffStore
 from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
@@ -973,7 +974,7 @@ def create_app(
                 scope_key=config.state_key,
                 config=StateConfig(handoff_max_bytes=config.handoff_max_bytes),
             ).routes(),
-            *MemoryRoutes(proxy).routes(),
+            *MemoryRoutes(proxy, scrubber=Scrubber.from_env(config.secret_env)).routes(),
         ],
         exception_handlers={
             WireError: proxy.on_wire_error,

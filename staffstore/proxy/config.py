@@ -165,6 +165,9 @@ class ServeConfig:
     #: Environment variables a job sees besides the allow-list (jobs/environment.py); never
     #: the variables the upstream, state or metrics key is read from.
     job_env: tuple[str, ...] = ()
+    #: Variables whose values are secrets, scrubbed from workflow memory and scoped state
+    #: before they are stored (beside $STAFFSTORE_SECRET_ENV's and the built-in ones).
+    secret_env: tuple[str, ...] = ()
 
     def quota_of(self, owner: str) -> int | None:
         """The storage quota of `owner` in bytes, or None when it has none."""
@@ -195,7 +198,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
     "jobs": dict,
     "state_key_env": str, "handoff_max_bytes": int, "default_model": str,
-    "kept_retention_days": (int, float),
+    "kept_retention_days": (int, float), "secret_env": list,
 }  # fmt: skip
 #: The settings a [serve] table may hold, by name (docs/config.md documents each).
 FILE_SETTINGS: frozenset[str] = frozenset(_FILE_FIELDS)
@@ -203,6 +206,12 @@ FILE_SETTINGS: frozenset[str] = frozenset(_FILE_FIELDS)
 SECRET_SETTINGS: frozenset[str] = frozenset({"owners", "metrics_key", "metrics_key_sha256"})
 #: The environment variable a metrics key may come from (plain text; hashed when read).
 METRICS_KEY_ENV = "STAFFSTORE_METRICS_KEY"
+
+
+def _secret_env(names: Any) -> tuple[str, ...]:
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise InputError("secret_env must be a list of environment variable names")
+    return tuple(names)
 
 
 def hash_key(key: str) -> str:
@@ -383,6 +392,7 @@ def build_config(
         **_jobs_settings(table.get("jobs", {}), config_file, secrets=key_variables),
         default_model=pick(default_model, "default_model", DEFAULTS.default_model) or None,
         kept_retention_days=pick(kept_retention_days, "kept_retention_days", None),
+        secret_env=_secret_env(table.get("secret_env", [])),
     )
     _check(config)
     return config
