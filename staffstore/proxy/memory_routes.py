@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -46,8 +46,8 @@ from ..memory import (
 )
 from ..state.scoped import DEFAULT_PROJECT, ScopedState, ScopedWrite, ScopeRef
 from ..state.secrets import Scrubber
-from .state_routes import StateHost
-from .wire import WireError, error_body, read_json
+from .state_routes import StateHost, body_as
+from .wire import WireError, error_body
 
 T = TypeVar("T")
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -126,13 +126,6 @@ class MemoryConfigBody(_Body):
     reset: bool = False
 
 
-def _problem(error: ValidationError) -> str:
-    # Field and rule only: a refused value (a secret, perhaps) is never repeated.
-    return "; ".join(
-        f"{'.'.join(str(part) for part in e['loc']) or 'body'}: {e['msg']}" for e in error.errors()
-    )
-
-
 class MemoryRoutes:
     """The endpoints, bound to one proxy; `routes()` gives them to the Starlette app."""
 
@@ -165,13 +158,7 @@ class MemoryRoutes:
     # -- plumbing --------------------------------------------------------------------------------
 
     async def _body(self, request: Request, model: type[ModelT]) -> ModelT:
-        given = read_json(await self.host.read_body(request))
-        if not isinstance(given, dict):
-            raise WireError(400, "the request body must be a JSON object", code="invalid_json")
-        try:
-            return model.model_validate(given)
-        except ValidationError as error:
-            raise WireError(400, f"invalid request: {_problem(error)}") from None
+        return await body_as(self.host, request, model)
 
     def _owner(self, request: Request) -> str:
         return self.host.authenticate(request).owner

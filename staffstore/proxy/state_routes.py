@@ -117,9 +117,21 @@ class EraseBody(_Body):
 
 
 def _problem(error: ValidationError) -> str:
+    # Field and rule only: a refused value (a secret, perhaps) is never repeated.
     return "; ".join(
         f"{'.'.join(str(part) for part in e['loc']) or 'body'}: {e['msg']}" for e in error.errors()
     )
+
+
+async def body_as(host: StateHost, request: Request, model: type[ModelT]) -> ModelT:
+    """The request's body, a JSON object, as `model`; else a 400 in OpenAI's error shape."""
+    given = read_json(await host.read_body(request))
+    if not isinstance(given, dict):
+        raise WireError(400, "the request body must be a JSON object", code="invalid_json")
+    try:
+        return model.model_validate(given)
+    except ValidationError as error:
+        raise WireError(400, f"invalid request: {_problem(error)}") from None
 
 
 class StateRoutes:
@@ -151,13 +163,7 @@ class StateRoutes:
     # -- plumbing --------------------------------------------------------------------------------
 
     async def _body(self, request: Request, model: type[ModelT]) -> ModelT:
-        given = read_json(await self.host.read_body(request))
-        if not isinstance(given, dict):
-            raise WireError(400, "the request body must be a JSON object", code="invalid_json")
-        try:
-            return model.model_validate(given)
-        except ValidationError as error:
-            raise WireError(400, f"invalid request: {_problem(error)}") from None
+        return await body_as(self.host, request, model)
 
     def _working(self, request: Request) -> WorkingState:
         owner = self.host.authenticate(request).owner
