@@ -166,6 +166,12 @@ class WorkingSet(_Model):
     working_state_bytes: int = 0
     #: Tokens of the workflow-memory section in the prompt (0: none; see build_working_set).
     memory_tokens: int = 0
+    #: Tokens sent per part (turn, system, claims, story, vault, tail, state, memory, marker).
+    part_tokens: dict[str, int] = Field(default_factory=dict)
+    #: The parts that had a budget of their own, with it (working_set.budgets.Budgets).
+    part_budgets: dict[str, int] = Field(default_factory=dict)
+    #: How the tokens were counted: "estimate" (four characters a token) or "tokenizer".
+    counted_by: str = "estimate"
 
 
 class ChatReply(_Model):

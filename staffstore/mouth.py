@@ -42,7 +42,8 @@ from .state.config import DEFAULT_AGENT
 from .state.working import working_state_section
 from .store import StaffStore
 from .store.sync_store import KeptAnswer, TurnRecord
-from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, build_working_set
+from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, Budgets, build_working_set, token_counter
+from .working_set.story import refresh_story
 
 ChatFn = Callable[[list[Message]], Awaitable[ChatReply]]
 
@@ -102,7 +103,7 @@ async def repeat_key(
     store: StaffStore,
     turn: Turn,
     model: str,
-    budget: int,
+    budget: int | Budgets,
     working_set: WorkingSet,
     system: str | None = None,
 ) -> str:
@@ -130,7 +131,8 @@ async def repeat_key(
         "agent": turn.agent or DEFAULT_AGENT,
         "repository": turn.repository,
         "revision": turn.revision,
-        "budget": budget,
+        # A Budgets with no part of its own keys as its bare total, as an int budget always has.
+        "budget": budget.key() if isinstance(budget, Budgets) else budget,
     }
     if system is not None:  # only then: the answers kept before it keep their keys
         asked["system"] = system
@@ -149,13 +151,15 @@ async def ensure_mouth(
     chat: ChatFn,
     *,
     model: str | None = None,
-    budget: int = DEFAULT_BUDGET,
+    budget: int | Budgets = DEFAULT_BUDGET,
     raise_on_error: bool = False,
     cache: CachePolicy | None = None,
     system: str | None = None,
 ) -> TurnResult:
     """Answer one turn: from a claim when one answers it, else by one call of `chat`.
 
+    `budget` is the prompt's tokens, or Budgets per part (a role's: working_set.ROLE_BUDGETS);
+    tokens are counted with `model`'s tokenizer when one is installed (working_set.tokens).
     `system` replaces the working set's default system instruction on a miss (a claim's
     answer is served as stored, whatever it asks, as the proxy serves one).
 
@@ -199,9 +203,16 @@ async def ensure_mouth(
     # Without a model name nothing is kept or served: a repeat could not tell which model
     # answered, and another model's answer is not an exact repeat.
     keyed = cache is not None and model is not None and (cache.serve or cache.keep)
+    if turn.session is not None:
+        # A long session's story is kept current extractively (never over the client's), so
+        # the decisions its tail no longer shows still reach the model on a miss.
+        await refresh_story(store, turn.owner, turn.session, now=turn.now)
     instruction = DEFAULT_SYSTEM if system is None else system
+    count = token_counter(model)
     working_set = (
-        await build_working_set(store, turn, budget, system=instruction) if keyed else None
+        await build_working_set(store, turn, budget, system=instruction, count=count)
+        if keyed
+        else None
     )
     key = None
     if keyed:
@@ -256,7 +267,7 @@ async def ensure_mouth(
         return TurnResult(answer=decision.answer, decision=decision, receipt=receipt)
 
     if working_set is None:
-        working_set = await build_working_set(store, turn, budget, system=instruction)
+        working_set = await build_working_set(store, turn, budget, system=instruction, count=count)
     try:
         reply = await chat(list(working_set.messages))
     except UpstreamError as error:

@@ -28,6 +28,7 @@ from .memory_report import (
     run_row,
     step_rows,
 )
+from .session_report import SESSION_REPLAYS, SessionLedger
 
 START = "<!-- results:start -->"
 END = "<!-- results:end -->"
@@ -276,6 +277,8 @@ class Ledgers:
     dev: DevLedger | None = None
     #: The workday training files' ledgers, in file order.
     workday: list[DevLedger] = field(default_factory=list)
+    #: The long-session replay's ledger, by name (see session_report.SESSION_REPLAYS).
+    sessions: dict[str, SessionLedger] = field(default_factory=dict)
 
 
 def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
@@ -308,6 +311,8 @@ def read_ledgers(folder: Path) -> Ledgers:
             found.wakeups[name] = read_ledger(path, WakeupsLedger)
         elif path.exists() and name in MEMORY_REPLAYS:
             found.memory[name] = read_ledger(path, WorkflowRunsLedger)
+        elif path.exists() and name in SESSION_REPLAYS:
+            found.sessions[name] = read_ledger(path, SessionLedger)
         elif path.exists():
             found.replays[name] = read_ledger(path, ReplayLedger)
         else:

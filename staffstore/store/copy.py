@@ -28,6 +28,7 @@ from .database import Database
 from .location import StoreLocation, parse_location
 from .migrations_postgres import SCHEMA_SETTING
 from .sync_store import SyncStore
+from .vault_tables import DERIVED_PREFIX, DERIVED_TABLES
 
 #: Rows a batch: one read of the source, one executemany in one write transaction on the target.
 BATCH_SIZE = 1_000
@@ -73,6 +74,7 @@ TABLES: tuple[_Table, ...] = (
     _Table("workflow_lessons", ("id",)),
     _Table("workflow_digests", ("id",)),
     _Table("workflow_memory_settings", ("owner", "project", "workflow", "step"), rowid=False),
+    _Table("session_stories", ("session_id", "version"), rowid=False),
 )
 #: Copied as settings (PostgreSQL's own schema version excepted) and rebuilt from the claims.
 SETTINGS, TERM_COUNTS = "store_settings", "term_counts"
@@ -206,7 +208,7 @@ def _schema(db: Database) -> tuple[str, dict[str, list[str]], tuple[str, ...]]:
             str(row[0])
             for row in db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
             # SQLite's own tables, and the FTS5 index with its shadow tables (by trigger).
-            if not str(row[0]).startswith(("sqlite_", "claims_fts"))
+            if not str(row[0]).startswith(("sqlite_", "claims_fts", DERIVED_PREFIX))
         ]
         columns = {
             name: [
@@ -221,7 +223,8 @@ def _schema(db: Database) -> tuple[str, dict[str, list[str]], tuple[str, ...]]:
             "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
         ):
             # claim_terms is the claims' doclists (search.py), built as claims are written.
-            if table != "claim_terms":
+            # vault_terms and vault_marks are the session vault's (vault_tables.py), likewise.
+            if table != "claim_terms" and table not in DERIVED_TABLES:
                 columns.setdefault(str(table), []).append(str(column))
     return db.label, columns, db.search.index_columns()
 

@@ -32,6 +32,8 @@ from .rows import (
 )
 from .search import Combine
 from .state_tables import StateTables
+from .story_tables import StoryTables
+from .vault_tables import VaultTables
 
 _KEY_VERSION_SETTING = "search_key_version"
 
@@ -45,7 +47,7 @@ _OWNER_CHECK_BLOCK = 32
 _IDF_SCALE = 1_000.0
 
 
-class SyncStore(StateTables, MemoryTables, SyncJobs, SyncRetention):
+class SyncStore(StateTables, MemoryTables, StoryTables, VaultTables, SyncJobs, SyncRetention):
     """The store's operations as plain calls on one database connection (database.py).
 
     StaffStore.run_sync runs them on a thread that owns the connection for the call: there a
