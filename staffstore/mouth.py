@@ -203,17 +203,18 @@ async def ensure_mouth(
     # Without a model name nothing is kept or served: a repeat could not tell which model
     # answered, and another model's answer is not an exact repeat.
     keyed = cache is not None and model is not None and (cache.serve or cache.keep)
-    if turn.session is not None:
-        # A long session's story is kept current extractively (never over the client's), so
-        # the decisions its tail no longer shows still reach the model on a miss.
-        await refresh_story(store, turn.owner, turn.session, now=turn.now)
     instruction = DEFAULT_SYSTEM if system is None else system
-    count = token_counter(model)
-    working_set = (
-        await build_working_set(store, turn, budget, system=instruction, count=count)
-        if keyed
-        else None
-    )
+
+    async def prompt() -> WorkingSet:
+        if turn.session is not None:
+            # A long session's story is kept current extractively (never over the client's),
+            # so the decisions its tail no longer shows still reach the model on a miss.
+            await refresh_story(store, turn.owner, turn.session, now=turn.now)
+        return await build_working_set(
+            store, turn, budget, system=instruction, count=token_counter(model)
+        )
+
+    working_set = await prompt() if keyed else None
     key = None
     if keyed:
         assert model is not None and working_set is not None
@@ -267,14 +268,14 @@ async def ensure_mouth(
         return TurnResult(answer=decision.answer, decision=decision, receipt=receipt)
 
     if working_set is None:
-        working_set = await build_working_set(store, turn, budget, system=instruction, count=count)
+        working_set = await prompt()
     try:
         reply = await chat(list(working_set.messages))
     except UpstreamError as error:
         receipt = finish(
             outcome="miss", reason=decision.reason, status=error.status, model=model,
             inference_avoided=False, inference_attempted=error.attempted,
-            session_id=session_id, error=str(error),
+            session_id=session_id, error=str(error), prompt_parts=working_set.part_tokens,
         )  # fmt: skip
         await store.add_receipt(receipt)
         result = TurnResult(
@@ -287,6 +288,7 @@ async def ensure_mouth(
         receipt = finish(
             outcome="miss", reason=decision.reason, status="cancelled", model=model,
             inference_avoided=False, inference_attempted=True, session_id=session_id,
+            prompt_parts=working_set.part_tokens,
         )  # fmt: skip
         await asyncio.shield(store.add_receipt(receipt))
         raise
@@ -295,24 +297,24 @@ async def ensure_mouth(
         outcome="miss", reason=decision.reason, status="ok", model=reply.model or model,
         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
         cost_usd=reply.cost_usd, inference_avoided=False, inference_attempted=True,
-        session_id=session_id, answer=reply.text,
+        session_id=session_id, answer=reply.text, prompt_parts=working_set.part_tokens,
     )  # fmt: skip
+    kept_answer = None
     if key is not None and cache is not None and cache.keep and _finished(reply):
         kept_answer = KeptAnswer(
             owner=turn.owner, namespace=ASK_NAMESPACE, request_hash=key, receipt_id=receipt.id,
             model=receipt.model, answer=reply.text, created_at=started,
             expires_at=started + timedelta(seconds=cache.ttl) if cache.ttl is not None else None,
         )  # fmt: skip
-        # The receipt, the session's messages and the kept answer in one transaction: a kept
-        # answer never exists without the receipt of the call that paid for it.
-        messages: list[tuple[Role, str]] = (
-            [("user", turn.text), ("assistant", reply.text)] if session_id is not None else []
-        )
-        await store.record_turns(
-            [TurnRecord(receipt, session_id, messages, kept_answer)], now=turn.now
-        )
-    else:
-        await _record(store, receipt, session_id, turn, reply.text)
+    # The receipt, the session's messages, the kept answer and the recalls in one
+    # transaction: a kept answer never exists without the receipt of the call that paid for it.
+    messages: list[tuple[Role, str]] = (
+        [("user", turn.text), ("assistant", reply.text)] if session_id is not None else []
+    )
+    record = TurnRecord(
+        receipt, session_id, messages, kept_answer, recalled=working_set.vault_message_ids
+    )
+    await store.record_turns([record], now=turn.now)
     return TurnResult(
         answer=reply.text, decision=decision, receipt=receipt, working_set=working_set
     )

@@ -723,6 +723,19 @@ def test_a_requests_story_goes_into_its_bounded_working_set(
     assert any("HERON-DB" in text for text in contents)  # kept for later turns too
 
 
+def test_a_bounded_miss_receipt_records_its_prompt_per_part(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    headers = {"x-staffstore-session": "parts", "x-staffstore-working-set": "bounded"}
+    server.post(ask("the first of two parted turns"), headers=headers)
+    response = server.post(ask("the second of two parted turns"), headers=headers)
+    receipt = server.receipt("alice", response.headers["x-staffstore-receipt"])
+    assert receipt.prompt_parts is not None
+    assert receipt.prompt_parts["tail"] > 0 and receipt.prompt_parts["turn"] > 0
+    forwarded = server.post(ask("a forwarded turn"))  # the client's messages, not ours
+    assert server.receipt("alice", forwarded.headers["x-staffstore-receipt"]).prompt_parts is None
+
+
 def test_an_empty_story_is_a_400(server: Server, fake: FakeOpenRouter) -> None:
     response = server.post({**ask("hello"), "staffstore": {"story": "  "}})
     assert response.status_code == 400 and fake.chat_requests == []

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from staffstore.models import Turn
+from staffstore.models import Receipt, Turn
 from staffstore.store import StaffStore
+from staffstore.store.sync_store import TurnRecord
 from staffstore.working_set import build_working_set, rung_of, warm_up_session
 from staffstore.working_set.extract import Settled, settled_by
 from staffstore.working_set.rungs import handles
@@ -26,6 +28,42 @@ def test_a_new_message_is_raw_then_a_handle_then_only_searchable() -> None:
 
 def test_an_assistants_message_fades_sooner_than_a_users() -> None:
     assert rung_of(20, "user") == "handle" and rung_of(20, "assistant") == "searchable"
+
+
+def test_each_recall_keeps_a_message_a_handle_longer_up_to_a_ceiling() -> None:
+    assert rung_of(40, "user") == "searchable"
+    assert rung_of(40, "user", recalls=1) == "handle"  # 8 raw + 24 + 12
+    assert (
+        rung_of(50, "user", recalls=2) == "handle"
+        and rung_of(56, "user", recalls=2) == "searchable"
+    )
+    assert rung_of(80, "user", recalls=99) == "searchable"  # 8 raw + at most 72
+
+
+async def test_recording_a_turn_counts_the_recalls_of_its_vault_hits(store: StaffStore) -> None:
+    session_id = await _session(store, filler=40)
+    other = await store.ensure_session("bob", "s")
+    turn = Turn(owner="alice", text="which Redis version holds the cache?", session="s")
+    working_set = await build_working_set(store, turn)
+    assert working_set.vault_message_ids == [1]  # past its handle: found by the vault
+    found = await handles(store, session_id, after_tail=8, settled=Settled())
+    assert 1 not in [h.message_id for h in found]
+    receipt = Receipt(
+        id="r1", owner="alice", outcome="miss", reason="no_candidate", status="ok",
+        inference_avoided=False, inference_attempted=True, latency_ms=1.0,
+        started_at=datetime(2026, 1, 1, tzinfo=UTC), finished_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    # Another session's record naming message 1 counts nothing: recalls stay in the session.
+    await store.record_turns([TurnRecord(receipt, other, [], recalled=[1])])
+    recalls = "SELECT recalls FROM messages WHERE id = 1"
+    assert await store.run_sync(lambda sync: sync.db.fetchall(recalls)) == [(0,)]
+    await store.record_turns(
+        [TurnRecord(receipt.model_copy(update={"id": "r2"}), session_id, [], recalled=[1])]
+    )
+    assert await store.run_sync(lambda sync: sync.db.fetchall(recalls)) == [(1,)]
+    # Recalled once, the decision is a handle again at its age (40 newer messages).
+    found = await handles(store, session_id, after_tail=8, settled=Settled())
+    assert 1 in [h.message_id for h in found]
 
 
 async def _session(store: StaffStore, filler: int) -> str:

@@ -18,7 +18,7 @@ from staffstore.working_set import (
     extract_story,
     write_story,
 )
-from staffstore.working_set.extract import frame, latest_by_subject, same_subject
+from staffstore.working_set.extract import asks, frame, is_key, latest_by_subject, same_subject
 
 #: Runs on SQLite and on PostgreSQL (conftest.py).
 pytestmark = pytest.mark.both_backends
@@ -99,8 +99,42 @@ def test_a_revised_value_has_the_subject_of_the_value_it_revises() -> None:
 
 
 def test_the_newer_of_two_sentences_on_one_subject_wins() -> None:
-    texts = ["The database port is 5432.", "The database port is 6543."]
-    assert latest_by_subject(texts, 500) == ["The database port is 6543."]
+    said = [("user", "The database port is 5432."), ("user", "The database port is 6543.")]
+    assert latest_by_subject(said, 500) == ["The database port is 6543."]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "why does the 1st request after a deploy take 8 seconds",
+        "was the leaked Stripe key ever used",
+        "Translate 'good morning' into German",
+        "convert 72 fahrenheit to celsius",
+        "Is port 5432 open?",
+    ],
+)
+def test_a_question_or_a_request_states_nothing(sentence: str) -> None:
+    assert asks(sentence) and not is_key(sentence)
+
+
+def test_a_statement_that_names_or_numbers_something_is_key() -> None:
+    assert not asks("The database port is 5433.") and is_key("The database port is 5433.")
+    assert is_key("Whichever region we pick, Kestrel ships first.")  # "whichever" asks nothing
+
+
+def test_an_assistants_numbers_and_names_are_no_story_but_its_decisions_are() -> None:
+    said = [
+        ("user", "Why does the export fail?"),
+        (
+            "assistant",
+            "The endpoint returns 404 since Tuesday. We agreed to pin the client to 2.3.",
+        ),
+        ("user", "The release train leaves at 16:00."),
+    ]
+    assert latest_by_subject(said, 500) == [
+        "We agreed to pin the client to 2.3.",
+        "The release train leaves at 16:00.",
+    ]
 
 
 def test_story_set_and_show_on_the_command_line(tmp_path: Path) -> None:

@@ -165,6 +165,10 @@ class _Turn:
     session_id: str | None = None
     #: The claim on paying for this turn's call, while it holds one (pending.py).
     lease: CallLease | None = None
+    #: In bounded mode, once its working set is built: the prompt's tokens per part, and the
+    #: older session messages it recalled (both go into what the turn records).
+    prompt_parts: dict[str, int] | None = None
+    recalled: list[int] = field(default_factory=list)
 
     @property
     def keeps_text(self) -> bool:
@@ -181,6 +185,7 @@ class _Turn:
             session_id=self.session_id,
             question=self._question(),
             answer=answer if self.keeps_text else None,
+            prompt_parts=self.prompt_parts,
             **fields,
         )
 
@@ -309,7 +314,9 @@ class Proxy:
     ) -> None:
         """Write a turn's receipt; a session met for the first time is created on the way."""
         name = turn.chat.session if turn.chat is not None else None
-        record = TurnRecord(receipt, turn.session_id, messages, kept, session_name=name)
+        record = TurnRecord(
+            receipt, turn.session_id, messages, kept, session_name=name, recalled=turn.recalled
+        )
         try:
             session_id = await self.writer.record(record)
         finally:
@@ -596,6 +603,7 @@ class Proxy:
             count=token_counter(chat.model),
         )
         messages = [message.model_dump() for message in working_set.messages]
+        turn.prompt_parts, turn.recalled = working_set.part_tokens, working_set.vault_message_ids
         return {**chat.body, "messages": messages}, "bounded"
 
     async def _forward_miss(

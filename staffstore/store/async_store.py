@@ -220,6 +220,7 @@ class StaffStore(
                     "VALUES (?, ?, ?, ?)",
                     rows,
                 )
+                sync.index_vault([session_id])
 
         await self.run_sync(work)
 

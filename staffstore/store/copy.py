@@ -344,7 +344,7 @@ def _read(plan: _Plan, after: Sequence[Any] | None, limit: int, sync: SyncStore)
 def _write(plan: _Plan, rows: Sequence[Sequence[Any]], sync: SyncStore) -> None:
     """Insert one batch into the target in one write transaction; a claim gets the index
     columns its target searches by (PostgreSQL's tokens; none on SQLite, whose FTS5 index
-    follows by trigger)."""
+    follows by trigger), and messages their session vault's index."""
     db = sync.db
     columns = plan.columns
     if plan.table.name == "claims":
@@ -359,6 +359,8 @@ def _write(plan: _Plan, rows: Sequence[Sequence[Any]], sync: SyncStore) -> None:
         )
         if plan.table.name == "claims":
             db.search.after_insert([row[columns.index("id")] for row in rows])
+        if plan.table.name == "messages":  # the vault's index, as any writer of messages
+            sync.index_vault(row[columns.index("session_id")] for row in rows)
 
 
 def _recount_terms(db: Database) -> None:

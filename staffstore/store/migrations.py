@@ -283,4 +283,10 @@ MIGRATIONS: list[list[str]] = [
     story_tables.MIGRATION,
     # 11: the session vault, an FTS5 index over the messages; see vault_tables.py.
     vault_tables.MIGRATION,
+    # 12: a receipt's prompt tokens per part of the working set (JSON), and how often each
+    # session message was recalled by the vault (working_set/rungs.py reads it).
+    [
+        "ALTER TABLE receipts ADD COLUMN prompt_parts TEXT",
+        "ALTER TABLE messages ADD COLUMN recalls INTEGER NOT NULL DEFAULT 0",
+    ],
 ]

@@ -337,4 +337,9 @@ MIGRATIONS: list[list[str]] = [
     story_tables.POSTGRES_MIGRATION,
     # The session vault's doclists (SQLite's step 11: FTS5); see vault_tables.py.
     vault_tables.POSTGRES_MIGRATION,
+    # Prompt tokens per part on receipts, recall counts on messages (SQLite's step 12).
+    [
+        f"ALTER TABLE receipts ADD COLUMN prompt_parts {_T}",
+        "ALTER TABLE messages ADD COLUMN recalls BIGINT NOT NULL DEFAULT 0",
+    ],
 ]

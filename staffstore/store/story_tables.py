@@ -82,6 +82,17 @@ class StoryTables:
         )
         return _story(rows[0]) if rows else None
 
+    def story_and_news(self, session_id: str) -> tuple[StoryRow | None, int]:
+        """The session's current story and how many of its messages were written after it
+        (all of them when it has none): whether a new version is due, in one trip."""
+        story = self.story(session_id)
+        since = "" if story is None else " AND created_at > ?"
+        rows = self.db.fetchall(
+            f"SELECT count(*) FROM messages WHERE session_id = ?{since}",
+            (session_id,) if story is None else (session_id, story.written_at),
+        )
+        return story, int(rows[0][0])
+
     def story_history(self, session_id: str) -> list[StoryRow]:
         """Every version of the session's story, oldest first."""
         rows = self.db.fetchall(
@@ -113,6 +124,10 @@ class AsyncStoryTables:
     async def story(self, session_id: str) -> StoryRow | None:
         """See StoryTables.story."""
         return await self.run_sync(lambda sync: sync.story(session_id))
+
+    async def story_and_news(self, session_id: str) -> tuple[StoryRow | None, int]:
+        """See StoryTables.story_and_news."""
+        return await self.run_sync(lambda sync: sync.story_and_news(session_id))
 
     async def story_history(self, session_id: str) -> list[StoryRow]:
         """See StoryTables.story_history."""

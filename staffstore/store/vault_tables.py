@@ -1,13 +1,14 @@
 """The session vault's index: which of a session's messages hold which words, on both backends.
 
-SQLite keeps an FTS5 index over every message (external content, kept by triggers, tokenizer
-unicode61). PostgreSQL has no FTS5; there the vault keeps doclists (`vault_terms`: session,
-token, message) of the tokens FTS5 would make (fts_tokens.py), built lazily: a search first
-indexes the session's messages past its mark (`vault_marks`), so every way a message is
-written (a turn, an import, a copy) is indexed without a hook of its own. Both answer the same
-question, the same way: the messages of one session, older than a given one, that hold any of
-some tokens. Ranking them is the caller's (working_set/vault.py), in Python, on what both
-return alike, so the same hits come back on both.
+SQLite keeps an FTS5 index over every message, with its session as a column of its own
+(external content, kept by triggers, tokenizer unicode61), so one search reads the doclists
+of one session and not of every session in the store. PostgreSQL has no FTS5; there the vault
+keeps doclists (`vault_terms`: session, token, message) of the tokens FTS5 would make
+(fts_tokens.py), written in the transaction that writes the messages (`index_vault`, called
+by every writer of messages, and by copy.py for a copied store). Both answer the same question,
+the same way: the messages of one session, older than a given one, that hold any of some
+tokens. Ranking them is the caller's (working_set/vault.py), in Python, on what both return
+alike, so the same hits come back on both.
 
 The index is derived from the messages, never copied (copy.py), and never the authority: a
 vault hit helps build a prompt, it never answers a turn.
@@ -15,7 +16,7 @@ vault hit helps build a prompt, it never answers a turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -32,25 +33,27 @@ _PG_T = 'TEXT COLLATE "C"'
 MIGRATION: list[str] = [
     """
     CREATE VIRTUAL TABLE messages_vault USING fts5(
-        content, content='messages', content_rowid='id', tokenize='unicode61'
+        session_id, content, content='messages', content_rowid='id', tokenize='unicode61'
     )
     """,
     """
     CREATE TRIGGER messages_vault_ai AFTER INSERT ON messages BEGIN
-        INSERT INTO messages_vault (rowid, content) VALUES (new.id, new.content);
+        INSERT INTO messages_vault (rowid, session_id, content)
+        VALUES (new.id, new.session_id, new.content);
     END
     """,
     """
     CREATE TRIGGER messages_vault_ad AFTER DELETE ON messages BEGIN
-        INSERT INTO messages_vault (messages_vault, rowid, content)
-        VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_vault (messages_vault, rowid, session_id, content)
+        VALUES ('delete', old.id, old.session_id, old.content);
     END
     """,
     """
-    CREATE TRIGGER messages_vault_au AFTER UPDATE OF content ON messages BEGIN
-        INSERT INTO messages_vault (messages_vault, rowid, content)
-        VALUES ('delete', old.id, old.content);
-        INSERT INTO messages_vault (rowid, content) VALUES (new.id, new.content);
+    CREATE TRIGGER messages_vault_au AFTER UPDATE OF session_id, content ON messages BEGIN
+        INSERT INTO messages_vault (messages_vault, rowid, session_id, content)
+        VALUES ('delete', old.id, old.session_id, old.content);
+        INSERT INTO messages_vault (rowid, session_id, content)
+        VALUES (new.id, new.session_id, new.content);
     END
     """,
     "INSERT INTO messages_vault (messages_vault) VALUES ('rebuild')",
@@ -120,15 +123,18 @@ class VaultTables:
         if not wanted or not searched:
             return VaultCandidates([], int(searched))
         if self.db.dialect == "sqlite":
+            # The MATCH runs once, in the subquery, within the session's own doclist (a join
+            # would run it again for every message of the session).
+            words = " OR ".join(fts_phrase(t) for t in wanted)
             rows = self.db.fetchall(
-                "SELECT m.id, m.role, m.content FROM messages_vault v "
-                "JOIN messages m ON m.id = v.rowid "
-                f"WHERE messages_vault MATCH ? AND m.session_id = ?{below} "
+                "SELECT m.id, m.role, m.content FROM messages m WHERE m.id IN ("
+                "SELECT rowid FROM messages_vault WHERE messages_vault MATCH ?"
+                f"{below.replace('m.id', 'rowid')}) AND m.session_id = ?{below} "
                 "ORDER BY m.id DESC LIMIT ?",
-                (" OR ".join(fts_phrase(t) for t in wanted), session_id, *bounds, limit),
-            )
+                (f"session_id : {fts_phrase(session_id)} AND content : ({words})",
+                 *bounds, session_id, *bounds, limit),
+            )  # fmt: skip
         else:
-            self._index_postgres(session_id)
             rows = self.db.fetchall(
                 "SELECT m.id, m.role, m.content FROM messages m WHERE m.id IN ("
                 "SELECT t.message_id FROM vault_terms t "
@@ -139,26 +145,15 @@ class VaultTables:
         found = [VaultMessage(int(i), str(role), str(text)) for i, role, text in rows]
         return VaultCandidates(found, int(searched))
 
-    def vault_recent(self, session_id: str, limit: int) -> list[tuple[int, str, str]]:
-        """The session's newest `limit` messages as (id, role, content), newest first."""
+    def vault_recent(self, session_id: str, limit: int) -> list[tuple[int, str, str, int]]:
+        """The session's newest `limit` messages as (id, role, content, recalls), newest
+        first."""
         rows = self.db.fetchall(
-            "SELECT id, role, content FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+            "SELECT id, role, content, recalls FROM messages WHERE session_id = ? "
+            "ORDER BY id DESC LIMIT ?",
             (session_id, limit),
         )
-        return [(int(i), str(role), str(text)) for i, role, text in rows]
-
-    def messages_since(self, session_id: str, since: float | None) -> int:
-        """How many of the session's messages were written after `since` (None: all)."""
-        if since is None:
-            rows = self.db.fetchall(
-                "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
-            )
-        else:
-            rows = self.db.fetchall(
-                "SELECT count(*) FROM messages WHERE session_id = ? AND created_at > ?",
-                (session_id, since),
-            )
-        return int(rows[0][0])
+        return [(int(i), str(role), str(text), int(n)) for i, role, text, n in rows]
 
     def _boundary(self, session_id: str, skip_latest: int) -> int | None:
         """The id of the oldest of the session's `skip_latest` newest messages (None: skip
@@ -171,24 +166,13 @@ class VaultTables:
         )
         return int(rows[0][0]) if rows else 0
 
-    def vault_index(self, session_id: str) -> None:
-        """Bring the session's index up to its newest message (SQLite's triggers always do)."""
-        if self.db.dialect != "sqlite":
-            self._index_postgres(session_id)
-
-    def _index_postgres(self, session_id: str) -> None:
-        """Bring the session's doclists up to its newest message (PostgreSQL only)."""
-        marks = self.db.fetchall(
-            "SELECT through_id FROM vault_marks WHERE session_id = ?", (session_id,)
-        )
-        mark = int(marks[0][0]) if marks else 0
-        newest = self.db.fetchall(
-            "SELECT max(id) FROM messages WHERE session_id = ?", (session_id,)
-        )[0][0]
-        if newest is None or int(newest) <= mark:
+    def index_vault(self, session_ids: Iterable[str]) -> None:
+        """Bring the sessions' vault index up to their newest message. Called inside the write
+        transaction that wrote their messages, so a message is searchable once it is stored;
+        SQLite's triggers have done it already."""
+        if self.db.dialect == "sqlite":
             return
-        with self.db.write():
-            # Read again inside the write: another writer may have indexed them meanwhile.
+        for session_id in sorted(set(session_ids)):
             marks = self.db.fetchall(
                 "SELECT through_id FROM vault_marks WHERE session_id = ?", (session_id,)
             )
@@ -228,14 +212,6 @@ class AsyncVaultTables:
             )
         )
 
-    async def vault_recent(self, session_id: str, limit: int) -> list[tuple[int, str, str]]:
+    async def vault_recent(self, session_id: str, limit: int) -> list[tuple[int, str, str, int]]:
         """See VaultTables.vault_recent."""
         return await self.run_sync(lambda sync: sync.vault_recent(session_id, limit))
-
-    async def vault_index(self, session_id: str) -> None:
-        """Bring the session's vault index up to date now (a warm-up; SQLite's always is)."""
-        await self.run_sync(lambda sync: sync.vault_index(session_id))
-
-    async def messages_since(self, session_id: str, since: float | None) -> int:
-        """See VaultTables.messages_since."""
-        return await self.run_sync(lambda sync: sync.messages_since(session_id, since))

@@ -216,7 +216,7 @@ async def build_working_set(
             faded_text = attempt
         room.left -= count(faded_text) if faded_text else 0
 
-    vault_text = ""
+    vault_text, vault_ids = "", list[int]()
     if session_id is not None and vault_room > 0:
         found = await vault_hits(
             store, session_id, turn.text, skip_latest=len(history), limit=vault,
@@ -228,6 +228,7 @@ async def build_working_set(
                 truncated = True
                 break
             vault_text = attempt
+            vault_ids.append(hit.message_id)
         room.left -= count(vault_text) if vault_text else 0
 
     messages = [Message(role="system", content=system_text)] if system_text else []
@@ -274,6 +275,7 @@ async def build_working_set(
         part_tokens=part_tokens,
         part_budgets=budgets.ceilings(),
         counted_by=counter_name(count),
+        vault_message_ids=vault_ids,
     )
 
 

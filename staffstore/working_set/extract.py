@@ -6,14 +6,23 @@ about the same thing when their frames match: the words around the value, less t
 word with a digit, or the word that differs) and less a lead-in before a colon ("Update: the
 port is now 6544" and "The port is 5433" share "the port is"). The newer of two sentences on
 one subject wins, so a revised value replaces the one it revised, wherever it would be shown.
+
+A story is stricter about who said it: the user's (and a system message's) key sentences state
+what the session decided, but an assistant's answers are full of numbers and names that decide
+nothing ("the endpoint returns 404"), so only its sentences that say a decision or constraint in
+words (a signal word) enter a story. Without that rule a session of unrelated questions fills
+its story with old answers: in the hostile replay it doubled the prompt of every miss.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_\-]*")
+_DIGIT = re.compile(r"[0-9]")
+_ANY_DIGIT = re.compile(r"\d")
 #: A lead-in: a few words and a colon at the start ("Change of plan:"), not a time's colon.
 _LEAD_IN = re.compile(r"^\s*[A-Za-z][\w \-]{0,30}:\s+")
 #: A name: a capitalised word after a sentence's first ("... is Priya-Natarajan"), not an
@@ -26,6 +35,30 @@ _SIGNALS = frozenset(
     picked must never always constraint constraints require required requires switch
     switched named name call called deadline budget limit cap max maximum minimum min
     changed instead revise revised rule
+    """.split()
+)
+#: The verbs of deciding: what an assistant's sentence needs to enter a story (the signal
+#: words above also mark constraints, and "limit", "never" or "required" fill ordinary answers).
+_DECIDING = frozenset(
+    """
+    decide decided decision agree agreed chose choose chosen settle settled pick picked
+    switch switched
+    """.split()
+)
+#: First words of a question without its question mark. A closed class: the interrogatives
+#: and the auxiliaries that open a yes/no question (a contraction's stem: "isn't" reads "isn").
+_QUESTION_OPENERS = frozenset(
+    """
+    why what whats how when where which who whom whose is are was were do does did can could
+    should would will shall has have had may might isn aren wasn doesn didn
+    """.split()
+)
+#: First words of a request: it asks for work and states nothing, whatever it names
+#: ("Translate 'good morning' into German"). A closed class of verbs that never set a value.
+_REQUEST_OPENERS = frozenset(
+    """
+    summarize summarise translate convert explain describe compare list show tell give find
+    please help remind
     """.split()
 )
 #: Words that say nothing of what a sentence is about: left out of its frame, so "the port is"
@@ -46,26 +79,51 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE.split(text) if part.strip()]
 
 
+@lru_cache(maxsize=16_384)
+def asks(sentence: str) -> bool:
+    """Whether a sentence asks rather than states: it ends with a question mark, or opens with
+    a question word or an inverted auxiliary ("why does the build fail", typed in a hurry), or
+    with a verb of request ("convert 72 fahrenheit to celsius")."""
+    if sentence.rstrip().endswith("?"):
+        return True
+    first = _WORD.match(sentence.lstrip().lower())
+    return first is not None and first.group() in _QUESTION_OPENERS | _REQUEST_OPENERS
+
+
 def is_key(sentence: str) -> bool:
     """Whether a sentence states a decision, a constraint, a name or a number (a question
     does not: it asks for one)."""
-    if sentence.rstrip().endswith("?"):
+    if asks(sentence):
         return False
     lowered = sentence.lower()
     return (
-        any(ch.isdigit() for ch in sentence)
+        bool(_ANY_DIGIT.search(sentence))
         or bool(set(_WORD.findall(lowered)) & _SIGNALS)
         or bool(_NAME.search(sentence))
     )
 
 
+def decides(sentence: str) -> bool:
+    """Whether a sentence says a decision in words (a verb of deciding), whatever numbers or
+    names it holds; a question does not."""
+    if asks(sentence):
+        return False
+    return bool(set(_WORD.findall(sentence.lower())) & _DECIDING)
+
+
+def story_worthy(role: str, sentence: str) -> bool:
+    """Whether a sentence said by `role` belongs in a session's story: any key sentence of
+    the user's or a system message, only a deciding one of anyone else's."""
+    return is_key(sentence) if role in ("user", "system") else decides(sentence)
+
+
+@lru_cache(maxsize=16_384)
 def frame(sentence: str) -> frozenset[str]:
     """The words around a sentence's value: its content words less a lead-in and any word
-    holding a digit (the commonest values)."""
+    holding a digit (the commonest values). Cached: every build of a working set reads the
+    same older sentences again."""
     body = _LEAD_IN.sub("", sentence, count=1).lower()
-    return frozenset(
-        w for w in _WORD.findall(body) if w not in _FUNCTION and not any(c.isdigit() for c in w)
-    )
+    return frozenset(w for w in _WORD.findall(body) if w not in _FUNCTION and not _DIGIT.search(w))
 
 
 def same_subject(one: frozenset[str], other: frozenset[str]) -> bool:
@@ -114,16 +172,16 @@ def key_sentences(text: str, limit: int = 3) -> list[str]:
     return [s for s in sentences(text) if is_key(s)][:limit]
 
 
-def latest_by_subject(texts: list[str], max_chars: int) -> list[str]:
-    """The key sentences of `texts` (oldest first), newest first wins per subject, within
-    `max_chars` in all; returned oldest first."""
+def latest_by_subject(said: list[tuple[str, str]], max_chars: int) -> list[str]:
+    """The story-worthy sentences of `said` ((role, text), oldest first), newest first wins
+    per subject, within `max_chars` in all; returned oldest first."""
     settled = Settled()
     kept: list[str] = []
     used = 0
-    for text in reversed(texts):
+    for role, text in reversed(said):
         for sentence in reversed(sentences(text)):
-            if not is_key(sentence) or settled.covers(sentence):
-                continue  # not key, or on a subject a newer sentence already settled
+            if not story_worthy(role, sentence) or settled.covers(sentence):
+                continue  # not for a story, or on a subject a newer sentence already settled
             settled.add(sentence)
             if used + len(sentence) + 3 > max_chars:
                 return kept[::-1]
@@ -134,7 +192,9 @@ def latest_by_subject(texts: list[str], max_chars: int) -> list[str]:
 
 __all__ = [
     "Settled",
+    "asks",
     "current_sentences",
+    "decides",
     "frame",
     "is_key",
     "key_sentences",
@@ -142,4 +202,5 @@ __all__ = [
     "same_subject",
     "sentences",
     "settled_by",
+    "story_worthy",
 ]

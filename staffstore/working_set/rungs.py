@@ -1,4 +1,5 @@
-"""Fidelity rungs: how much of a session message a miss's prompt carries, by age and origin.
+"""Fidelity rungs: how much of a session message a miss's prompt carries, by age, origin and
+how often it was recalled.
 
 Every rule is here. A message is born raw; as newer messages pile up it fades to its handle
 (its key sentences and its id, the pointer back to the full text); older still, it leaves the
@@ -6,13 +7,18 @@ working set and is only found by the vault's search (vault.py) when a turn's wor
 The raw text never leaves the store: a rung says what is sent, not what is kept. The default
 needs no model; an abstractive rung, which would, is not built.
 
-    rung         age (messages newer than it)               sent as
-    raw          < raw_messages                             the message itself (the tail)
-    handle       < handle_messages (user), half (others)    its key sentences, with its id
-    searchable   older                                      a vault hit, when the turn matches
+    rung         age (messages newer than it)                      sent as
+    raw          < raw_messages                                    the message itself (the tail)
+    handle       < raw_messages + horizon                          its key sentences, with its id
+    searchable   older                                             a vault hit, when it matches
+
+    horizon = handle_messages (the user's) or half of it (anyone else's),
+              + per_recall for each time the vault recalled it, up to max_horizon
 
 The user's messages keep their handles longest: they state the decisions and constraints; an
-assistant's or a system message mostly repeats or frames them.
+assistant's or a system message mostly repeats or frames them. A message the vault keeps
+finding for new turns (the session keeps coming back to it) stays a handle longer, so it is in
+the prompt even when a turn's words do not find it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ class RungRules:
 
     raw_messages: int = 8
     handle_messages: int = 24
+    #: Messages of horizon each recall adds, and the longest horizon recalls can give.
+    per_recall: int = 12
+    max_horizon: int = 72
     #: The most key sentences a handle keeps.
     handle_sentences: int = 2
 
@@ -42,11 +51,13 @@ class RungRules:
 DEFAULT_RUNGS = RungRules()
 
 
-def rung_of(age: int, role: str, rules: RungRules = DEFAULT_RUNGS) -> Rung:
-    """The rung of a message with `age` newer messages after it, said by `role`."""
+def rung_of(age: int, role: str, recalls: int = 0, rules: RungRules = DEFAULT_RUNGS) -> Rung:
+    """The rung of a message with `age` newer messages after it, said by `role`, recalled
+    `recalls` times by the vault."""
     if age < rules.raw_messages:
         return "raw"
     horizon = rules.handle_messages if role == "user" else rules.handle_messages // 2
+    horizon = min(horizon + rules.per_recall * recalls, max(horizon, rules.max_horizon))
     return "handle" if age < rules.raw_messages + horizon else "searchable"
 
 
@@ -72,11 +83,11 @@ async def handles(
 
     Last wins: a key sentence on a subject in `settled` (stated by a newer message) is left
     out, and each handle's subjects are added to `settled` for the older ones."""
-    window = rules.raw_messages + rules.handle_messages
+    window = rules.raw_messages + max(rules.handle_messages, rules.max_horizon)
     rows = await store.vault_recent(session_id, limit=max(window, after_tail))
     found: list[Handle] = []
-    for age, (message_id, role, content) in enumerate(rows):  # newest first
-        if age < after_tail or rung_of(age, role, rules) != "handle":
+    for age, (message_id, role, content, recalls) in enumerate(rows):  # newest first
+        if age < after_tail or rung_of(age, role, recalls, rules) != "handle":
             continue
         current = " ".join(current_sentences(content, settled))
         # A message with nothing key to say has no handle: it is only searchable.

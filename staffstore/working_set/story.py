@@ -56,7 +56,7 @@ async def extract_story(
     return it; None when the session has nothing key to say or the story would not change."""
     session_id = await store.ensure_session(owner, session, now=now)
     messages = await store.recent_messages(session_id, limit=EXTRACT_FROM)
-    lines = latest_by_subject([m.content for m in messages], MAX_STORY_CHARS)
+    lines = latest_by_subject([(m.role, m.content) for m in messages], MAX_STORY_CHARS)
     body = "\n".join(f"- {line}" for line in lines)
     if not body:
         return None
@@ -74,11 +74,10 @@ async def refresh_story(
     story the client wrote, which stands until the client replaces it. Returns the new
     version, or None when none was written."""
     session_id = await store.ensure_session(owner, session, now=now)
-    current = await store.story(session_id)
+    current, news = await store.story_and_news(session_id)
     if current is not None and current.source == "client":
         return None
-    since = None if current is None else current.written_at
-    if await store.messages_since(session_id, since) < (STORY_EVERY if since else RAW_FOR + 1):
+    if news < (STORY_EVERY if current is not None else RAW_FOR + 1):
         return None
     row = await extract_story(store, owner, session, now=now)
     return row if row is not None and (current is None or row.version != current.version) else None

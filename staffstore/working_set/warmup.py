@@ -3,9 +3,9 @@ continuation, not as amnesia.
 
 Nothing of a session lives only in memory: its raw messages, its story and its vault are in the
 store, so the next miss's working set is built from them whoever builds it. What warm-up adds is
-doing the slow parts before that miss: the vault index brought up to date (PostgreSQL's is built
-lazily), an extractive story written for a session that has faded messages and no current
-story; and it says what the next miss will carry (the story, the raw tail, the handles).
+doing the slow part before that miss (an extractive story written for a session that has faded
+messages and no current story), and saying what the next miss will carry (the story, the raw
+tail, the handles).
 """
 
 from __future__ import annotations
@@ -38,10 +38,9 @@ async def warm_up_session(
     tail: int = DEFAULT_TAIL,
     now: datetime | None = None,
 ) -> WarmUp:
-    """Bring a session back: index its vault, refresh its extractive story, and return what
-    the next miss's working set will carry of it."""
+    """Bring a session back: refresh its extractive story, and return what the next miss's
+    working set will carry of it."""
     session_id = await store.ensure_session(owner, session, now=now)
-    await store.vault_index(session_id)
     await refresh_story(store, owner, session, now=now)
     recent = await store.recent_messages(session_id, limit=tail)
     settled = settled_by([m.content for m in recent])
