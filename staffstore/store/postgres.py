@@ -62,7 +62,7 @@ def _translate(sql: str) -> str:
 
 
 def _param(value: Any) -> Any:
-    # SQLite stores a bool as an integer; the same columns are INTEGER here.
+    # SQLite stores a bool as an integer; the same columns are BIGINT here.
     if isinstance(value, bool):
         return int(value)
     # PostgreSQL's text cannot hold NUL, which SQLite's can: stored (and looked up) as U+FFFD,
