@@ -25,7 +25,7 @@ from ..identity import bytes_hash
 from ..models import Claim, ClaimStatus, Message, NewClaim, Receipt, Role
 from ..text.lexicon import STOPWORDS, tokens
 from ..text.matching import KEY_VERSION, normalize
-from .database import Database, Dialect
+from .database import Database
 from .jobs import AsyncJobs
 from .location import StoreLocation, parse_location
 from .memory_tables import AsyncMemoryTables
@@ -79,10 +79,6 @@ class StaffStore(
         #: Where the store is, for messages: the file, or the URL without its password.
         self.label = location.label
         self.lock_timeout = lock_timeout
-
-    @property
-    def dialect(self) -> Dialect:
-        return self.location.dialect
 
     # -- opening -------------------------------------------------------------------------------
 
