@@ -61,6 +61,8 @@ class Engine(Protocol):
 
     def run(self, work: Callable[[Database], T]) -> Awaitable[T]: ...
 
+    async def defer_checkpoints(self, fallback_pages: int) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -122,7 +124,7 @@ class StaffStore(
         raises StoreBusyError. Another program's SQLite file is ForeignStoreError, untouched.
         """
         location = parse_location(where)
-        engine: Any
+        engine: Engine
         if location.dialect == "postgresql":
             from .postgres import PostgresEngine
 
@@ -149,10 +151,7 @@ class StaffStore(
     async def defer_checkpoints(self, fallback_pages: int) -> None:
         """SQLite: leave WAL checkpoints to another connection (see checkpointer.py);
         checkpoint here only once the WAL holds `fallback_pages` pages. PostgreSQL: nothing."""
-        from .sqlite_engine import SqliteEngine
-
-        if isinstance(self._engine, SqliteEngine):
-            await self._engine.defer_checkpoints(fallback_pages)
+        await self._engine.defer_checkpoints(fallback_pages)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return await self.run_sync(lambda sync: sync.fetchall(sql, params))

@@ -229,6 +229,9 @@ class PostgresEngine:
         except psycopg.OperationalError as error:
             raise StoreError(f"{self.label}: {_reason(error)}") from error
 
+    async def defer_checkpoints(self, fallback_pages: int) -> None:
+        """Nothing to do: PostgreSQL checkpoints in its own server."""
+
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._threads, self._pool.close)
