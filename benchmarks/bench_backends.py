@@ -1,7 +1,7 @@
 """SQLite beside PostgreSQL, same machine, same run: import time and query_first latency.
 
 Fills a fresh SQLite file and a fresh PostgreSQL database (a throwaway durable server, as
-staffstore.testing_postgres starts it) with the same N synthetic claims through the import
+staffstore.testing.postgres starts it) with the same N synthetic claims through the import
 path the CLI uses, then times query_first on the same mix of paraphrased hits and misses on
 each, in turns of 500 queries so a slow moment of the machine falls on both alike. Also
 checks that both made the same decision for every query. Results go to
@@ -25,7 +25,7 @@ from staffstore.gate import query_first, warm_up
 from staffstore.models import Turn
 from staffstore.store import StaffStore
 from staffstore.store.importer import read_claims, store_claims
-from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
+from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import _summary, make_claims, make_queries

@@ -41,7 +41,7 @@ import asyncpg  # type: ignore[import-untyped]
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
+from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin
 
 ROOT = Path(__file__).resolve().parent.parent
 SEQUENCE = 4

@@ -38,7 +38,7 @@ from bench_proxy import (
 )
 
 from staffstore.store import StaffStore
-from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
+from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -71,11 +71,13 @@ def _not_blank(value: str) -> str:
 NonBlank = Annotated[str, AfterValidator(_not_blank)]
 
 
-class _Model(BaseModel):
+class FrozenModel(BaseModel):
+    """The base of staffstore's records: immutable, and refusing fields it does not know."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class NewClaim(_Model):
+class NewClaim(FrozenModel):
     """A finding to store. Identity is a hash over these fields (see identity.claim_id)."""
 
     owner: NonBlank = Field(min_length=1, max_length=200)
@@ -106,7 +108,7 @@ class Claim(NewClaim):
     superseded_by: str | None = None
 
 
-class Turn(_Model):
+class Turn(FrozenModel):
     """One user turn as the gate sees it. `now` pins the clock for deterministic replays."""
 
     owner: str = Field(min_length=1)
@@ -122,7 +124,7 @@ class Turn(_Model):
     gate_budget: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
-class Decision(_Model):
+class Decision(FrozenModel):
     """The gate's verdict: a hit names the claim that answers the turn; a miss says why."""
 
     outcome: Outcome
@@ -148,12 +150,12 @@ class Decision(_Model):
         return self.outcome == "hit"
 
 
-class Message(_Model):
+class Message(FrozenModel):
     role: Role
     content: str
 
 
-class WorkingSet(_Model):
+class WorkingSet(FrozenModel):
     """The bounded prompt for a miss: system, recalled claims, recent tail; never more."""
 
     messages: list[Message]
@@ -177,7 +179,7 @@ class WorkingSet(_Model):
     vault_message_ids: list[int] = Field(default_factory=list)
 
 
-class ChatReply(_Model):
+class ChatReply(FrozenModel):
     """What one upstream call returned. Usage fields are None when the provider did not say."""
 
     text: str
@@ -189,7 +191,7 @@ class ChatReply(_Model):
     response_id: str | None = None
 
 
-class Receipt(_Model):
+class Receipt(FrozenModel):
     """What one turn did and cost. Written for every turn, hit or miss, success or failure."""
 
     id: str
@@ -224,7 +226,7 @@ class Receipt(_Model):
     prompt_parts: dict[str, int] | None = None
 
 
-class Ledger(_Model):
+class Ledger(FrozenModel):
     """Totals over receipts. Known usage is summed; turns with unknown usage are counted.
 
     A request refused before the gate (bad JSON, no messages, an empty question) is not a
@@ -257,7 +259,7 @@ class Ledger(_Model):
         return self.avoided_calls / self.turns if self.turns else None
 
 
-class KeptFrom(_Model):
+class KeptFrom(FrozenModel):
     """Where a kept answer came from: the paid turn's receipt, its model and when it was kept."""
 
     receipt_id: str
@@ -270,7 +272,7 @@ class KeptFrom(_Model):
 AnswerSource = Literal["claim", "kept_answer", "model"]
 
 
-class TurnResult(_Model):
+class TurnResult(FrozenModel):
     """One turn end to end: the answer (None when the call failed), the decision, the receipt."""
 
     answer: str | None
@@ -300,7 +302,7 @@ JobAction = Literal["launched", "reused", "attached", "lost"]
 ACTIVE_JOB_STATUSES: tuple[JobStatus, ...] = ("pending", "running")
 
 
-class NewJob(_Model):
+class NewJob(FrozenModel):
     """A job to record before its runner is called. Identity fields are kept as given, with
     the task also normalised (`task_key`) and the inputs as canonical JSON and its SHA-256."""
 
@@ -320,7 +322,7 @@ class NewJob(_Model):
     expires_at: datetime | None = None
 
 
-class JobArtifact(_Model):
+class JobArtifact(FrozenModel):
     """One output of a job, stored content-addressed in the artifacts table."""
 
     name: str
@@ -351,7 +353,7 @@ class Job(NewJob):
         return self.status in ACTIVE_JOB_STATUSES
 
 
-class JobReceipt(_Model):
+class JobReceipt(FrozenModel):
     """What one dispatch did: launched, reused, attached or lost, which job, and why."""
 
     id: str
@@ -364,7 +366,7 @@ class JobReceipt(_Model):
     created_at: datetime
 
 
-class JobLedger(_Model):
+class JobLedger(FrozenModel):
     """Totals over job receipts. A reused job is a job avoided, as a hit is a call avoided."""
 
     dispatches: int

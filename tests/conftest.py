@@ -14,7 +14,7 @@ import pytest
 
 from staffstore.models import Claim, NewClaim
 from staffstore.store import StaffStore
-from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
+from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin
 
 #: put(question, answer, **fields) stores a claim (owner "alice" unless given) and returns it.
 PutClaim = Callable[..., Awaitable[Claim]]

@@ -16,7 +16,7 @@ import pytest
 
 from staffstore.replays.runner import REPLAYS, run_replay
 from staffstore.store.location import StoreAddress
-from staffstore.testing_postgres import ThrowawayPostgres
+from staffstore.testing.postgres import ThrowawayPostgres
 
 pytestmark = pytest.mark.postgres
 

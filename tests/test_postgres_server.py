@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import staffstore.testing_postgres as testing_postgres
-from staffstore.testing_postgres import ThrowawayPostgres, find_postgres_bin
+import staffstore.testing.postgres as testing_postgres
+from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin
 
 
 def scalar(url: str, query: str) -> object:
@@ -93,15 +93,22 @@ def test_stop_stops_the_server_and_removes_its_directory(postgres_bin: Path) -> 
     server.stop()  # again, as leaving the block did: harmless
 
 
-def test_a_taken_port_is_skipped(postgres_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _port_of_127_0_0_1() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_a_taken_port_is_skipped(postgres_bin: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = taken.getsockname()[1]
         ports = iter([busy])
-        free = testing_postgres._free_port
-        monkeypatch.setattr(testing_postgres, "_free_port", lambda: next(ports, None) or free())
-        with ThrowawayPostgres(bindir=postgres_bin) as server:
+        with ThrowawayPostgres(
+            bindir=postgres_bin, ports=lambda: next(ports, None) or _port_of_127_0_0_1()
+        ) as server:
             assert server.port != busy
             assert scalar(server.url, "SELECT 1") == 1
 
@@ -142,8 +149,8 @@ def test_find_postgres_bin_takes_the_newest_debian_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no programs, no pg_config
-    monkeypatch.setattr(testing_postgres, "_DEBIAN_ROOT", tmp_path / "postgresql")
-    assert find_postgres_bin() is None
+    debian = tmp_path / "postgresql"
+    assert find_postgres_bin(debian) is None
     for version in ("9.6", "15", "13"):
-        make_programs(tmp_path / "postgresql" / version / "bin")
-    assert find_postgres_bin() == tmp_path / "postgresql" / "15" / "bin"
+        make_programs(debian / version / "bin")
+    assert find_postgres_bin(debian) == debian / "15" / "bin"

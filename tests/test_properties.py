@@ -188,3 +188,12 @@ def test_any_text_argument_gives_output_or_one_error_line(
     assert "Traceback" not in err
     if code != 0:
         assert_one_error_line(code, err)
+
+
+def test_query_jsonl_reads_past_a_byte_order_mark(db: Path) -> None:
+    # Hypothesis found this one: a first line that is only a BOM was answered as bad JSON.
+    for first in (b"\xef\xbb\xbf", b'\xef\xbb\xbf{"owner": "alice", "text": "what is ndots"}'):
+        code, out, err = run_main(["--db", str(db), "query", "--jsonl"], first + b"\n")
+        assert code == 0, err
+        answers = [strict_json(line) for line in out.split("\n") if line]
+        assert [a["outcome"] for a in answers] == ([] if first.endswith(b"\xbf") else ["miss"])

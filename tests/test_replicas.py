@@ -32,7 +32,7 @@ from staffstore.proxy.config import hash_key
 from staffstore.proxy.wire import read_chat_request
 from staffstore.store import StaffStore
 from staffstore.testing import FakeOpenRouter
-from staffstore.testing_postgres import ThrowawayPostgres
+from staffstore.testing.postgres import ThrowawayPostgres
 
 pytestmark = pytest.mark.postgres
 

@@ -126,6 +126,10 @@ async def _query_lines(db: StoreAddress, defaults: dict[str, Any]) -> dict[str, 
     stdout = typer.get_text_stream("stdout")
     async with StaffStore.open(db, create=False) as store:
         for number, raw in enumerate(stdin, start=1):
+            if number == 1:
+                # A byte order mark before the first line (editors on Windows write one) is
+                # not part of it, as the claims importer reads files too.
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
             if not raw.strip():
                 continue
             ident: Any = None

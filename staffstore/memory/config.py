@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from ..errors import InputError
+from ..models import FrozenModel
 from ..state.checks import shown
 from ..state.scoped import check_part
 from ..store.memory_tables import MemorySettingsRow, WorkflowName, WorkflowSet
@@ -57,11 +56,7 @@ class MemoryDefaults:
 DEFAULTS = MemoryDefaults()
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MemoryConfig(_Model):
+class MemoryConfig(FrozenModel):
     """Memory settings as stored for a workflow or a step; None where not set there."""
 
     enabled: bool | None = None
@@ -71,7 +66,7 @@ class MemoryConfig(_Model):
     digest_chars: int | None = None
 
 
-class EffectiveMemory(_Model):
+class EffectiveMemory(FrozenModel):
     """The settings in force for a workflow, or for one step of it."""
 
     project: str

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from ..models import Receipt
+from ..models import FrozenModel, Receipt
 
 RunStatus = Literal["running", "done", "failed", "cancelled"]
 #: How a run may end.
@@ -24,11 +24,7 @@ STEP_STATUSES: tuple[StepStatus, ...] = ("done", "failed", "cancelled", "skipped
 EntryKind = Literal["lesson", "run", "digest"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RunStep(_Model):
+class RunStep(FrozenModel):
     """One step of a run: its status, and its output (or its error), scrubbed and cut."""
 
     name: str
@@ -37,7 +33,7 @@ class RunStep(_Model):
     error: str | None = None
 
 
-class HumanDecision(_Model):
+class HumanDecision(FrozenModel):
     """A decision a person made during a run: who, what and why."""
 
     by: str
@@ -46,7 +42,7 @@ class HumanDecision(_Model):
     at: datetime | None = None
 
 
-class RunRecord(_Model):
+class RunRecord(FrozenModel):
     """One run of a workflow: what it was asked, how it ended, each step, every decision."""
 
     id: str
@@ -61,7 +57,7 @@ class RunRecord(_Model):
     finished_at: datetime | None = None
 
 
-class Lesson(_Model):
+class Lesson(FrozenModel):
     """A lesson for later runs of one workflow: remembered by a run, or written by hand."""
 
     id: str
@@ -75,7 +71,7 @@ class Lesson(_Model):
     updated_at: datetime
 
 
-class Digest(_Model):
+class Digest(FrozenModel):
     """The runs folded out of a workflow's raw records, as one rolling text within its cap."""
 
     id: str
@@ -95,7 +91,7 @@ class Digest(_Model):
     updated_at: datetime
 
 
-class MemoryEntry(_Model):
+class MemoryEntry(FrozenModel):
     """One entry of a workflow's memory as `memory ls` and GET /memory/{id} show it."""
 
     kind: EntryKind
@@ -110,7 +106,7 @@ class MemoryEntry(_Model):
     run_id: str | None = None
 
 
-class MemoryView(_Model):
+class MemoryView(FrozenModel):
     """Everything one workflow remembers: every entry, newest first, and the counts."""
 
     project: str
@@ -122,7 +118,7 @@ class MemoryView(_Model):
     runs_folded: int
 
 
-class MemorySection(_Model):
+class MemorySection(FrozenModel):
     """The bounded section a step's prompt carries, and what it left out."""
 
     text: str
@@ -139,7 +135,7 @@ class MemorySection(_Model):
     left_out: int = 0
 
 
-class Remembered(_Model):
+class Remembered(FrozenModel):
     """What `remember` did: `stored` with the lesson, or not, because memory is off for the
     workflow (`memory_off`) or for the step (`step_memory_off`, the tool withheld)."""
 
@@ -148,7 +144,7 @@ class Remembered(_Model):
     lesson: Lesson | None = None
 
 
-class RunFinish(_Model):
+class RunFinish(FrozenModel):
     """What finishing a run did: its record kept (`recorded`), or dropped because the
     workflow's memory is off (`memory_off`); and how many old records folded into the digest."""
 
@@ -158,7 +154,7 @@ class RunFinish(_Model):
     folded: int = 0
 
 
-class DigestWrite(_Model):
+class DigestWrite(FrozenModel):
     """A model-written digest: stored (with the receipt of its call) or not (the call failed,
     and its receipt says how)."""
 

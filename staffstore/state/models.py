@@ -9,7 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ..models import FrozenModel
 
 HandoffStatus = Literal["continue", "complete", "blocked"]
 EventAction = Literal["set", "clear", "handoff"]
@@ -24,14 +26,10 @@ StateWriteReason = Literal["set", "cleared", "conflict", "at_cap", "not_found"]
 AgentWriteReason = Literal["conflict", "not_declared_field", "wrong_type", "over_cap"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 # -- working state ------------------------------------------------------------------------------
 
 
-class StateEntry(_Model):
+class StateEntry(FrozenModel):
     """One key of an agent's working state: its value, who set it when and why, its expiry."""
 
     key: str
@@ -44,7 +42,7 @@ class StateEntry(_Model):
     expired: bool = False
 
 
-class StateEvent(_Model):
+class StateEvent(FrozenModel):
     """One link of the supersession chain: who changed what, when, why, from what to what."""
 
     action: EventAction
@@ -57,7 +55,7 @@ class StateEvent(_Model):
     expires_at: datetime | None = None
 
 
-class Handoff(_Model):
+class Handoff(FrozenModel):
     """The note an agent leaves for its next wake-up; the structured fields when given."""
 
     note: str
@@ -71,7 +69,7 @@ class Handoff(_Model):
     truncated: bool = False
 
 
-class StateWrite(_Model):
+class StateWrite(FrozenModel):
     """The answer to a set or a clear: whether it was written, why, and the value as it stands.
 
     On `conflict` `value` is the current value the write did not expect; on `at_cap` `keys`
@@ -89,7 +87,7 @@ class StateWrite(_Model):
     keys: list[str] = Field(default_factory=list)
 
 
-class WorkingStateView(_Model):
+class WorkingStateView(FrozenModel):
     """Everything `get` returns: every key (expired ones marked), the handoff, recent history."""
 
     owner: str
@@ -104,7 +102,7 @@ class WorkingStateView(_Model):
 # -- agent state --------------------------------------------------------------------------------
 
 
-class Scope(_Model):
+class Scope(FrozenModel):
     """What one agent state belongs to: a conversation, a task, an object or a subject (a
     person), by its id. The id is hashed with the scope key before it reaches the store."""
 
@@ -112,7 +110,7 @@ class Scope(_Model):
     id: str = Field(min_length=1, max_length=512)
 
 
-class AgentStateRead(_Model):
+class AgentStateRead(FrozenModel):
     """A state as served: unexpired fields only; version 0 and an empty body before any write."""
 
     agent: str
@@ -121,7 +119,7 @@ class AgentStateRead(_Model):
     updated_at: datetime | None = None
 
 
-class AgentStateWrite(_Model):
+class AgentStateWrite(FrozenModel):
     """The answer to a write: stored or not, the version now, and why not (None when stored)."""
 
     stored: bool
@@ -133,7 +131,7 @@ class AgentStateWrite(_Model):
     size: int | None = None
 
 
-class AgentStateInfo(_Model):
+class AgentStateInfo(FrozenModel):
     """What may be shown of a state without its content: size, version and dates."""
 
     agent: str
@@ -147,7 +145,7 @@ class AgentStateInfo(_Model):
     updated_at: datetime
 
 
-class ErasureProof(_Model):
+class ErasureProof(FrozenModel):
     """What an erasure removed: the target by keyed hash, counts, and a digest over what went."""
 
     target: Literal["subject", "scope"]
@@ -167,7 +165,7 @@ class ErasureProof(_Model):
     scrubbed: bool = True
 
 
-class SweepReport(_Model):
+class SweepReport(FrozenModel):
     """What a retention sweep removed: whole states past retention, and states it trimmed."""
 
     schemas: int

@@ -22,10 +22,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from ..errors import InputError
-from ..models import utcnow
+from ..models import FrozenModel, utcnow
 from ..store import StaffStore
 from ..store.memory_tables import MemoryTables, ScopedPlace, ScopedRow
 from ..store.rows import datetime_at
@@ -45,10 +43,6 @@ _PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 Clock = Callable[[], datetime]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 def check_part(name: str, what: str) -> str:
     """A project, workflow or step name: 1-64 letters, digits, `_`, `.`, `:` or `-`, from a
     letter or digit (no `/`: `project/workflow` spells a workflow of another project)."""
@@ -61,7 +55,7 @@ def check_part(name: str, what: str) -> str:
     return name
 
 
-class ScopeRef(_Model):
+class ScopeRef(FrozenModel):
     """One namespace: its scope and the names that place it. Build it with ScopeRef.step(),
     .workflow(), .project() or .everything(); `checked()` says which part is missing."""
 
@@ -138,7 +132,7 @@ class ScopeRef(_Model):
         return f"{self.scope} {names}".strip()
 
 
-class ScopedValue(_Model):
+class ScopedValue(FrozenModel):
     """One key read from one namespace: present with its value, or absent (value None)."""
 
     scope: ScopeName
@@ -152,7 +146,7 @@ class ScopedValue(_Model):
     set_at: datetime | None = None
 
 
-class ScopedWrite(_Model):
+class ScopedWrite(FrozenModel):
     """What a set or delete did: `set`, `deleted`, `not_found` (nothing to delete) or
     `at_cap` (a new key in a full namespace; nothing written)."""
 

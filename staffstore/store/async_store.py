@@ -25,7 +25,7 @@ from ..identity import bytes_hash
 from ..models import Claim, ClaimStatus, Message, NewClaim, Receipt, Role
 from ..text.lexicon import STOPWORDS, tokens
 from ..text.matching import KEY_VERSION, normalize
-from .database import Database, Dialect
+from .database import Database
 from .jobs import AsyncJobs
 from .location import StoreLocation, parse_location
 from .memory_tables import AsyncMemoryTables
@@ -63,6 +63,8 @@ class Engine(Protocol):
 
     def run(self, work: Callable[[Database], T]) -> Awaitable[T]: ...
 
+    async def defer_checkpoints(self, fallback_pages: int) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -87,10 +89,6 @@ class StaffStore(
         #: Where the store is, for messages: the file, or the URL without its password.
         self.label = location.label
         self.lock_timeout = lock_timeout
-
-    @property
-    def dialect(self) -> Dialect:
-        return self.location.dialect
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -134,7 +132,7 @@ class StaffStore(
         raises StoreBusyError. Another program's SQLite file is ForeignStoreError, untouched.
         """
         location = parse_location(where)
-        engine: Any
+        engine: Engine
         if location.dialect == "postgresql":
             from .postgres import PostgresEngine
 
@@ -161,10 +159,7 @@ class StaffStore(
     async def defer_checkpoints(self, fallback_pages: int) -> None:
         """SQLite: leave WAL checkpoints to another connection (see checkpointer.py);
         checkpoint here only once the WAL holds `fallback_pages` pages. PostgreSQL: nothing."""
-        from .sqlite_engine import SqliteEngine
-
-        if isinstance(self._engine, SqliteEngine):
-            await self._engine.defer_checkpoints(fallback_pages)
+        await self._engine.defer_checkpoints(fallback_pages)
 
     async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return await self.run_sync(lambda sync: sync.fetchall(sql, params))

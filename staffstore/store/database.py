@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from ..errors import ConstraintError
 from .rows import busy_or, damaged
 from .search import ClaimSearch, SqliteClaimSearch
 
 Dialect = Literal["sqlite", "postgresql"]
+T = TypeVar("T")
 
 # Fills term_counts from every claim's search key (space-separated content words).
 COUNT_TERMS = """
@@ -112,25 +113,19 @@ class SqliteDatabase:
         self.search = SqliteClaimSearch(self)
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._errors():
-            return self.connection.execute(sql, params).fetchall()
-        raise AssertionError("unreachable")  # pragma: no cover - for mypy
+        return self._guarded(lambda: self.connection.execute(sql, params).fetchall())
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        with self._errors():
-            return self.connection.execute(sql, params).rowcount
-        raise AssertionError("unreachable")  # pragma: no cover - for mypy
+        return self._guarded(lambda: self.connection.execute(sql, params).rowcount)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._errors():
-            self.connection.executemany(sql, rows)
+        self._guarded(lambda: self.connection.executemany(sql, rows))
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """SQLite's errors as the store's: busy past the lock timeout, a refused constraint,
-        a damaged file."""
+    def _guarded(self, work: Callable[[], T]) -> T:
+        """`work`, with SQLite's errors as the store's: busy past the lock timeout, a refused
+        constraint, a damaged file."""
         try:
-            yield
+            return work()
         except sqlite3.IntegrityError as error:
             raise ConstraintError(f"{self.label}: {error}") from error
         except sqlite3.OperationalError as error:

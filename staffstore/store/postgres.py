@@ -62,7 +62,7 @@ def _translate(sql: str) -> str:
 
 
 def _param(value: Any) -> Any:
-    # SQLite stores a bool as an integer; the same columns are INTEGER here.
+    # SQLite stores a bool as an integer; the same columns are BIGINT here.
     if isinstance(value, bool):
         return int(value)
     # PostgreSQL's text cannot hold NUL, which SQLite's can: stored (and looked up) as U+FFFD,
@@ -99,15 +99,14 @@ class PostgresDatabase:
         self.search = PostgresClaimSearch(self)
 
     def _run(self, sql: str, params: Sequence[Any]) -> Any:
-        with self._errors():
-            return self.connection.execute(_translate(sql), [_param(p) for p in params])
-        raise AssertionError("unreachable")  # pragma: no cover - for mypy
+        return self._guarded(
+            lambda: self.connection.execute(_translate(sql), [_param(p) for p in params])
+        )
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """psycopg's errors as the store's, as SqliteDatabase gives SQLite's."""
+    def _guarded(self, work: Callable[[], T]) -> T:
+        """`work`, with psycopg's errors as the store's, as SqliteDatabase gives SQLite's."""
         try:
-            yield
+            return work()
         except pg_errors.LockNotAvailable as error:
             raise StoreBusyError(f"{self.label} is locked by another writer ({error})") from error
         except psycopg.IntegrityError as error:
@@ -129,8 +128,12 @@ class PostgresDatabase:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        with self._errors(), self.connection.cursor() as cursor:
-            cursor.executemany(_translate(sql), [[_param(p) for p in row] for row in rows])
+
+        def work() -> None:
+            with self.connection.cursor() as cursor:
+                cursor.executemany(_translate(sql), [[_param(p) for p in row] for row in rows])
+
+        self._guarded(work)
 
     @contextmanager
     def write(self, *, erasing: bool = False) -> Iterator[None]:
@@ -225,6 +228,9 @@ class PostgresEngine:
                 return work(PostgresDatabase(connection, self.label, self.lock_timeout))
         except psycopg.OperationalError as error:
             raise StoreError(f"{self.label}: {_reason(error)}") from error
+
+    async def defer_checkpoints(self, fallback_pages: int) -> None:
+        """Nothing to do: PostgreSQL checkpoints in its own server."""
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()

@@ -232,11 +232,9 @@ class PostgresClaimSearch:
             found[term].append(int(rowid))
         return found
 
-    def _holding(
-        self, owner: str, groups: Sequence[Sequence[Sequence[str]]]
-    ) -> tuple[list[int], dict[int, str]]:
+    def _holding(self, owner: str, groups: Sequence[Sequence[Sequence[str]]]) -> list[int]:
         """Rowids (ascending) of the owner's claims whose search key holds every phrase of
-        any group (each a word's tokens), and the search keys read to check phrases."""
+        any group (each a word's tokens)."""
         doclists = self._doclists(owner, [t for group in groups for p in group for t in p])
         matched: set[int] = set()
         unchecked: dict[int, list[Sequence[Sequence[str]]]] = {}
@@ -248,7 +246,6 @@ class PostgresClaimSearch:
             else:
                 for rowid in rows - matched:
                     unchecked.setdefault(rowid, []).append(group)
-        keys: dict[int, str] = {}
         if unchecked:
             # A word of several tokens ("3.11") is a phrase: its tokens must stand together.
             keys = dict(
@@ -261,7 +258,7 @@ class PostgresClaimSearch:
                 tokens = fts_tokens(keys[rowid])
                 if any(all(holds_phrase(tokens, p) for p in group) for group in waiting):
                     matched.add(rowid)
-        return sorted(matched), keys
+        return sorted(matched)
 
     def _claims(self, rowids: Sequence[int]) -> list[Claim]:
         if not rowids:
@@ -291,7 +288,7 @@ class PostgresClaimSearch:
         phrases = [group for group in phrases if all(group)]
         if not phrases or left <= 0:
             return list(found.values())
-        rowids, _keys = self._holding(owner, phrases)
+        rowids = self._holding(owner, phrases)
         for claim in self._claims(rowids[:left]):
             found.setdefault(claim.id, claim)
         return list(found.values())
@@ -307,7 +304,7 @@ class PostgresClaimSearch:
             elif len(phrase) == 1:
                 found[word] = doclists[phrase[0]]
             else:
-                found[word] = self._holding(owner, [[phrase]])[0]
+                found[word] = self._holding(owner, [[phrase]])
         return found
 
     def ranked(

@@ -5,6 +5,11 @@ answers each chat request from a queue of scripted steps (a default answer when 
 empty), and records every request it receives. Reach it as an httpx transport, or as a real
 HTTP server on 127.0.0.1 in a background thread. Its answers are deterministic: the text echoes
 the last user message, ids count up, and `created` is fixed.
+
+The package holds what tests of staffstore, or of code built on it, run against: these fakes,
+and a throwaway PostgreSQL server (postgres.py, imported apart: it needs the server binaries).
+May import models, errors and the proxy's server (to serve the fake on a real port); nothing
+in staffstore imports it.
 """
 
 from __future__ import annotations
@@ -217,7 +222,7 @@ class FakeOpenRouter:
         The server runs in its own thread and event loop, so synchronous clients (such as
         the `openai` SDK) and async tests can both call it. Needs uvicorn (`staffstore[serve]`).
         """
-        from .proxy.server import serve_in_thread
+        from ..proxy.server import serve_in_thread
 
         with serve_in_thread(
             self._asgi,

@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import uuid
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -56,11 +57,12 @@ class PostgresStartError(RuntimeError):
         self.log = log
 
 
-def find_postgres_bin() -> Path | None:
+def find_postgres_bin(debian_root: Path = _DEBIAN_ROOT) -> Path | None:
     """Return the directory holding `initdb`, `pg_ctl` and `postgres`, or None when absent.
 
     Looks on PATH first (so a chosen version wins), then at `pg_config --bindir`, then at
-    the newest /usr/lib/postgresql/*/bin: Debian installs the server there, off PATH.
+    the newest `debian_root`/*/bin: Debian installs the server in /usr/lib/postgresql, off
+    PATH.
     """
     for entry in os.environ.get("PATH", "").split(os.pathsep):
         if entry and _has_server(Path(entry)):
@@ -79,7 +81,7 @@ def find_postgres_bin() -> Path | None:
                 return bindir
     versions = sorted(
         (_version_key(path.parent.name), path)
-        for path in _DEBIAN_ROOT.glob("*/bin")
+        for path in debian_root.glob("*/bin")
         if _has_server(path)
     )
     return versions[-1][1] if versions else None
@@ -96,16 +98,23 @@ class ThrowawayPostgres:
     """
 
     def __init__(
-        self, *, durable: bool = False, bindir: Path | None = None, start_timeout: float = 60.0
+        self,
+        *,
+        durable: bool = False,
+        bindir: Path | None = None,
+        start_timeout: float = 60.0,
+        ports: Callable[[], int] | None = None,
     ) -> None:
         """Prepare a cluster; nothing runs until `start()` or `with`.
 
         `bindir`: the directory of the server binaries (None: `find_postgres_bin()`).
         `start_timeout`: seconds to wait for initdb, and again for the server to accept
-        connections.
+        connections. `ports`: where each attempt's port comes from (None: a free port of
+        127.0.0.1, which another process may still take before the server binds it).
         """
         self.durable = durable
         self.start_timeout = start_timeout
+        self._ports = ports or _free_port
         self._bindir = bindir
         self._directory: Path | None = None
         self._port: int | None = None
@@ -265,7 +274,7 @@ class ThrowawayPostgres:
         with (data / "postgresql.conf").open("a", encoding="utf-8") as conf:
             conf.write(_settings(sockets, durable=self.durable))
         for attempt in range(_PORT_ATTEMPTS):
-            port = _free_port()
+            port = self._ports()
             started = _run(
                 [
                     *run_as,
@@ -302,7 +311,7 @@ def _settings(sockets: Path, *, durable: bool) -> str:
     """The lines appended to postgresql.conf (later lines win over initdb's)."""
     lines = [
         "",
-        "# Added by staffstore.testing_postgres: a throwaway cluster, reachable only from here.",
+        "# Added by staffstore.testing.postgres: a throwaway cluster, reachable only from here.",
         f"listen_addresses = {_conf_string(_HOST)}",
         f"unix_socket_directories = {_conf_string(str(sockets))}",
         "max_connections = 300",
