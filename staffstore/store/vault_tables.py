@@ -135,12 +135,15 @@ class VaultTables:
                  *bounds, session_id, *bounds, limit),
             )  # fmt: skip
         else:
+            # The matching ids first, once (MATERIALIZED): as a semi-join, a planner without
+            # fresh statistics probes the doclists again for every message of the session.
+            older = below.replace("m.id", "t.message_id")
             rows = self.db.fetchall(
-                "SELECT m.id, m.role, m.content FROM messages m WHERE m.id IN ("
-                "SELECT t.message_id FROM vault_terms t "
-                f"WHERE t.session_id = ? AND t.token = ANY(?)) AND m.session_id = ?{below} "
-                "ORDER BY m.id DESC LIMIT ?",
-                (session_id, wanted, session_id, *bounds, limit),
+                "WITH found AS MATERIALIZED (SELECT DISTINCT t.message_id FROM vault_terms t "
+                f"WHERE t.session_id = ? AND t.token = ANY(?){older}) "
+                "SELECT m.id, m.role, m.content FROM found "
+                "JOIN messages m ON m.id = found.message_id ORDER BY m.id DESC LIMIT ?",
+                (session_id, wanted, *bounds, limit),
             )
         found = [VaultMessage(int(i), str(role), str(text)) for i, role, text in rows]
         return VaultCandidates(found, int(searched))
