@@ -55,6 +55,32 @@ def session_row(ledger: SessionLedger) -> list[str]:
     ]  # fmt: skip
 
 
+#: The report's headings for session_row's cells.
+SESSION_HEADINGS = [
+    "replay", "turns needing a fact", "current value present", "revised-away value present",
+    "last-8 tail alone: present", "whole transcript: revised-away present",
+    "prompt at the measured turn / whole transcript", "parts over budget",
+]  # fmt: skip
+
+
+def session_explanation(ledger: SessionLedger) -> str:
+    """What the table measured, with the measured turn's figures, read from the ledger."""
+    s = ledger.summary
+    measured = sorted(ledger.measured, key=lambda m: m["session"])
+    tokens = ", ".join(
+        f"{m['working_set_tokens']:,} of {m['whole_transcript_tokens']:,}" for m in measured
+    )
+    turn = measured[0]["turn"] if measured else "?"
+    return (
+        f"{len(measured)} session(s) in which facts are stated early and most revised later; "
+        f"at each of {s.needs} later turns that need a fact, the working set a miss would send "
+        f"(a main agent's budgets) is checked for the fact's current value and for any "
+        f"revised-away one ({s.needs_after_a_revision} of the turns come after a revision), "
+        f"against the last eight messages alone and the whole transcript. At turn {turn} the "
+        f"prompt is {tokens} tokens of the whole transcript's."
+    )
+
+
 def session_chart(ledger: SessionLedger, figure: Figure) -> Figure:
     """Needed fact present, and a revised-away value present, for each way of building the
     prompt; the share of the whole transcript's tokens each one sends, in the labels."""
@@ -82,4 +108,12 @@ def session_chart(ledger: SessionLedger, figure: Figure) -> Figure:
     return figure
 
 
-__all__ = ["SESSION_FIELDS", "SESSION_REPLAYS", "SessionLedger", "session_chart", "session_row"]
+__all__ = [
+    "SESSION_FIELDS",
+    "SESSION_HEADINGS",
+    "SESSION_REPLAYS",
+    "SessionLedger",
+    "session_chart",
+    "session_explanation",
+    "session_row",
+]

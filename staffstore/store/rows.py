@@ -112,7 +112,7 @@ def receipt_row(receipt: Receipt) -> tuple[Any, ...]:
     values["inference_avoided"] = int(receipt.inference_avoided)
     values["inference_attempted"] = int(receipt.inference_attempted)
     parts = receipt.prompt_parts
-    values["prompt_parts"] = None if parts is None else json.dumps(parts, sort_keys=True)
+    values["prompt_parts"] = None if parts is None else json.dumps(parts)  # in prompt order
     return tuple(values[name] for name in RECEIPT_COLUMNS)
 
 
