@@ -39,6 +39,7 @@ bench: $(BIN)/staffstore
 	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_proxy.py
 	$(BIN)/python benchmarks/bench_retrieval.py
+	$(BIN)/python benchmarks/bench_long_session.py
 	# PostgreSQL beside SQLite (each skips with one line where no PostgreSQL is installed).
 	$(BIN)/python benchmarks/bench_backends.py
 	$(BIN)/python benchmarks/bench_replicas.py

@@ -168,6 +168,15 @@ class WorkingSet(FrozenModel):
     working_state_bytes: int = 0
     #: Tokens of the workflow-memory section in the prompt (0: none; see build_working_set).
     memory_tokens: int = 0
+    #: Tokens sent per part (turn, system, claims, story, vault, tail, state, memory, marker).
+    part_tokens: dict[str, int] = Field(default_factory=dict)
+    #: The parts that had a budget of their own, with it (working_set.budgets.Budgets).
+    part_budgets: dict[str, int] = Field(default_factory=dict)
+    #: How the tokens were counted: "estimate" (four characters a token) or "tokenizer".
+    counted_by: str = "estimate"
+    #: The session's older messages sent as vault hits: recording the turn counts a recall
+    #: for each (a message recalled often keeps its handle longer: working_set/rungs.py).
+    vault_message_ids: list[int] = Field(default_factory=list)
 
 
 class ChatReply(FrozenModel):
@@ -211,6 +220,10 @@ class Receipt(FrozenModel):
     #: On a hit: what that paid call cost, the estimate of the cost this hit avoided; None
     #: when unknown, never 0.
     avoided_cost_usd: float | None = None
+    #: On a call with a prompt staffstore built (a working set): its tokens per part (turn,
+    #: system, claims, memory, story, vault, tail, state, marker), as counted when it was
+    #: built; None when the client's own messages were sent.
+    prompt_parts: dict[str, int] | None = None
 
 
 class Ledger(FrozenModel):

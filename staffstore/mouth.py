@@ -42,7 +42,8 @@ from .state.config import DEFAULT_AGENT
 from .state.working import working_state_section
 from .store import StaffStore
 from .store.sync_store import KeptAnswer, TurnRecord
-from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, build_working_set
+from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, Budgets, build_working_set, token_counter
+from .working_set.story import refresh_story
 
 ChatFn = Callable[[list[Message]], Awaitable[ChatReply]]
 
@@ -102,7 +103,7 @@ async def repeat_key(
     store: StaffStore,
     turn: Turn,
     model: str,
-    budget: int,
+    budget: int | Budgets,
     working_set: WorkingSet,
     system: str | None = None,
 ) -> str:
@@ -130,7 +131,8 @@ async def repeat_key(
         "agent": turn.agent or DEFAULT_AGENT,
         "repository": turn.repository,
         "revision": turn.revision,
-        "budget": budget,
+        # A Budgets with no part of its own keys as its bare total, as an int budget always has.
+        "budget": budget.key() if isinstance(budget, Budgets) else budget,
     }
     if system is not None:  # only then: the answers kept before it keep their keys
         asked["system"] = system
@@ -149,13 +151,15 @@ async def ensure_mouth(
     chat: ChatFn,
     *,
     model: str | None = None,
-    budget: int = DEFAULT_BUDGET,
+    budget: int | Budgets = DEFAULT_BUDGET,
     raise_on_error: bool = False,
     cache: CachePolicy | None = None,
     system: str | None = None,
 ) -> TurnResult:
     """Answer one turn: from a claim when one answers it, else by one call of `chat`.
 
+    `budget` is the prompt's tokens, or Budgets per part (a role's: working_set.ROLE_BUDGETS);
+    tokens are counted with `model`'s tokenizer when one is installed (working_set.tokens).
     `system` replaces the working set's default system instruction on a miss (a claim's
     answer is served as stored, whatever it asks, as the proxy serves one).
 
@@ -200,9 +204,17 @@ async def ensure_mouth(
     # answered, and another model's answer is not an exact repeat.
     keyed = cache is not None and model is not None and (cache.serve or cache.keep)
     instruction = DEFAULT_SYSTEM if system is None else system
-    working_set = (
-        await build_working_set(store, turn, budget, system=instruction) if keyed else None
-    )
+
+    async def prompt() -> WorkingSet:
+        if turn.session is not None:
+            # A long session's story is kept current extractively (never over the client's),
+            # so the decisions its tail no longer shows still reach the model on a miss.
+            await refresh_story(store, turn.owner, turn.session, now=turn.now)
+        return await build_working_set(
+            store, turn, budget, system=instruction, count=token_counter(model)
+        )
+
+    working_set = await prompt() if keyed else None
     key = None
     if keyed:
         assert model is not None and working_set is not None
@@ -256,14 +268,14 @@ async def ensure_mouth(
         return TurnResult(answer=decision.answer, decision=decision, receipt=receipt)
 
     if working_set is None:
-        working_set = await build_working_set(store, turn, budget, system=instruction)
+        working_set = await prompt()
     try:
         reply = await chat(list(working_set.messages))
     except UpstreamError as error:
         receipt = finish(
             outcome="miss", reason=decision.reason, status=error.status, model=model,
             inference_avoided=False, inference_attempted=error.attempted,
-            session_id=session_id, error=str(error),
+            session_id=session_id, error=str(error), prompt_parts=working_set.part_tokens,
         )  # fmt: skip
         await store.add_receipt(receipt)
         result = TurnResult(
@@ -276,6 +288,7 @@ async def ensure_mouth(
         receipt = finish(
             outcome="miss", reason=decision.reason, status="cancelled", model=model,
             inference_avoided=False, inference_attempted=True, session_id=session_id,
+            prompt_parts=working_set.part_tokens,
         )  # fmt: skip
         await asyncio.shield(store.add_receipt(receipt))
         raise
@@ -284,24 +297,24 @@ async def ensure_mouth(
         outcome="miss", reason=decision.reason, status="ok", model=reply.model or model,
         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
         cost_usd=reply.cost_usd, inference_avoided=False, inference_attempted=True,
-        session_id=session_id, answer=reply.text,
+        session_id=session_id, answer=reply.text, prompt_parts=working_set.part_tokens,
     )  # fmt: skip
+    kept_answer = None
     if key is not None and cache is not None and cache.keep and _finished(reply):
         kept_answer = KeptAnswer(
             owner=turn.owner, namespace=ASK_NAMESPACE, request_hash=key, receipt_id=receipt.id,
             model=receipt.model, answer=reply.text, created_at=started,
             expires_at=started + timedelta(seconds=cache.ttl) if cache.ttl is not None else None,
         )  # fmt: skip
-        # The receipt, the session's messages and the kept answer in one transaction: a kept
-        # answer never exists without the receipt of the call that paid for it.
-        messages: list[tuple[Role, str]] = (
-            [("user", turn.text), ("assistant", reply.text)] if session_id is not None else []
-        )
-        await store.record_turns(
-            [TurnRecord(receipt, session_id, messages, kept_answer)], now=turn.now
-        )
-    else:
-        await _record(store, receipt, session_id, turn, reply.text)
+    # The receipt, the session's messages, the kept answer and the recalls in one
+    # transaction: a kept answer never exists without the receipt of the call that paid for it.
+    messages: list[tuple[Role, str]] = (
+        [("user", turn.text), ("assistant", reply.text)] if session_id is not None else []
+    )
+    record = TurnRecord(
+        receipt, session_id, messages, kept_answer, recalled=working_set.vault_message_ids
+    )
+    await store.record_turns([record], now=turn.now)
     return TurnResult(
         answer=reply.text, decision=decision, receipt=receipt, working_set=working_set
     )

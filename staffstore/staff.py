@@ -44,7 +44,7 @@ from .settings import load_settings
 from .store import StaffStore
 from .store.receipt_queries import Period
 from .upstream import OpenRouter
-from .working_set import DEFAULT_BUDGET
+from .working_set import DEFAULT_BUDGET, Budgets
 
 T = TypeVar("T")
 
@@ -74,7 +74,7 @@ class Staff:
         api_key: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
-        budget: int = DEFAULT_BUDGET,
+        budget: int | Budgets = DEFAULT_BUDGET,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         """Open the store at `db` (created if missing) and the upstream client.
@@ -82,6 +82,7 @@ class Staff:
         `api_key` defaults to the settings' key variable ($OPENROUTER_API_KEY); without one,
         a miss is recorded as not attempted, as `staffstore ask` records it. `transport`
         replaces the network to the upstream (tests: `FakeOpenRouter().transport()`).
+        `budget`: the prompt's tokens on a miss, or Budgets per part (`ROLE_BUDGETS["main"]`).
         """
         settings = load_settings()
         self.model = model or settings.model

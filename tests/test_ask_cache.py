@@ -249,3 +249,18 @@ async def test_a_kept_answer_about_today_does_not_serve_tomorrow(tmp_path: Path)
             turn = Turn(owner="acme", text=question, now=moment)
             await ensure_mouth(store, turn, chat, model="fake/one", cache=CachePolicy())
     assert len(fake.chat_requests) == 2  # the same day repeats; the next day asks again
+
+
+def test_ask_with_a_role_reports_the_tokens_sent_per_part(ask: Ask) -> None:
+    shown = json.loads(ok(ask(QUESTION, "--role", "advisor", "--part-budget", "tail=50",
+                              "--json")).stdout)  # fmt: skip
+    working_set = shown["working_set"]
+    assert working_set["part_budgets"]["tail"] == 50
+    assert working_set["part_budgets"]["system"] == 300
+    assert working_set["tokens"] <= 2_000
+    assert working_set["part_tokens"]["turn"] > 0
+
+
+def test_ask_refuses_an_unknown_role(ask: Ask) -> None:
+    result = ask(QUESTION, "--role", "janitor")
+    assert result.exit_code != 0 and "unknown role" in result.stderr

@@ -345,3 +345,16 @@ async def test_a_cancelled_call_leaves_a_cancelled_attempt(store: StaffStore) ->
         True,
         None,
     )
+
+
+async def test_a_miss_receipt_records_its_prompt_per_part_and_a_hit_none(
+    store: StaffStore, kernel: None
+) -> None:
+    chat = CountingChat()
+    missed = await ensure_mouth(store, _turn(NEW_Q), chat)
+    assert missed.working_set is not None
+    stored = await store.get_receipt("alice", missed.receipt.id)
+    assert stored.prompt_parts == missed.working_set.part_tokens
+    assert stored.prompt_parts["turn"] > 0 and sum(stored.prompt_parts.values()) > 0
+    hit = await ensure_mouth(store, _turn(KERNEL_Q), chat)
+    assert (await store.get_receipt("alice", hit.receipt.id)).prompt_parts is None

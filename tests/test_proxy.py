@@ -689,3 +689,53 @@ async def test_async_sdk_exact_repeat(server: Server, fake: FakeOpenRouter) -> N
 def test_openai_sdk_error_types_surface(server: Server, fake: FakeOpenRouter) -> None:
     with server.sdk(key="sk-not-a-known-key") as client, pytest.raises(openai.AuthenticationError):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+
+
+def test_bounded_mode_takes_a_requests_part_budgets(server: Server, fake: FakeOpenRouter) -> None:
+    headers = {"x-staffstore-session": "budgeted", "x-staffstore-working-set": "bounded"}
+    server.post(ask("first turn about kestrels " + "wings " * 40), headers=headers)
+    body = {
+        **ask("second turn"),
+        "staffstore": {"role": "advisor", "budgets": {"tail": 0, "vault": 0}},
+    }
+    server.post(body, headers=headers)
+    contents = [m["content"] for m in fake.chat_requests[-1].json["messages"]]
+    assert not any("kestrels" in text for text in contents)  # no room for older turns
+
+
+def test_an_unknown_budget_part_is_a_400(server: Server, fake: FakeOpenRouter) -> None:
+    body = {**ask("hello"), "staffstore": {"working_set": "bounded", "budgets": {"prologue": 5}}}
+    response = server.post(body)
+    assert response.status_code == 400
+    assert "unknown budget part" in response.json()["error"]["message"]
+    assert fake.chat_requests == []
+
+
+def test_a_requests_story_goes_into_its_bounded_working_set(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    headers = {"x-staffstore-session": "storied", "x-staffstore-working-set": "bounded"}
+    server.post(
+        {**ask("first"), "staffstore": {"story": "We migrate to HERON-DB."}}, headers=headers
+    )
+    server.post(ask("second"), headers=headers)
+    contents = [m["content"] for m in fake.chat_requests[-1].json["messages"]]
+    assert any("HERON-DB" in text for text in contents)  # kept for later turns too
+
+
+def test_a_bounded_miss_receipt_records_its_prompt_per_part(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    headers = {"x-staffstore-session": "parts", "x-staffstore-working-set": "bounded"}
+    server.post(ask("the first of two parted turns"), headers=headers)
+    response = server.post(ask("the second of two parted turns"), headers=headers)
+    receipt = server.receipt("alice", response.headers["x-staffstore-receipt"])
+    assert receipt.prompt_parts is not None
+    assert receipt.prompt_parts["tail"] > 0 and receipt.prompt_parts["turn"] > 0
+    forwarded = server.post(ask("a forwarded turn"))  # the client's messages, not ours
+    assert server.receipt("alice", forwarded.headers["x-staffstore-receipt"]).prompt_parts is None
+
+
+def test_an_empty_story_is_a_400(server: Server, fake: FakeOpenRouter) -> None:
+    response = server.post({**ask("hello"), "staffstore": {"story": "  "}})
+    assert response.status_code == 400 and fake.chat_requests == []

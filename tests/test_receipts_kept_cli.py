@@ -124,6 +124,17 @@ def test_receipts_show_prints_one_receipt_of_the_owner(cli: Cli, receipts: Path)
     assert "question 1" in text and "$0.0002" in text and "no_candidate" in text
 
 
+def test_receipts_show_names_the_prompts_parts_of_a_built_working_set(cli: Cli, db: Path) -> None:
+    parts = {"turn": 9, "system": 39, "story": 120, "vault": 0, "tail": 1310}
+    fill(db, [_receipt("acme", 7, 0, prompt_parts=parts)])
+    shown = json.loads(
+        ok(cli("receipts", "show", "rcpt_acme_7", "--owner", "acme", "--json")).stdout
+    )
+    assert shown["prompt_parts"] == parts
+    text = ok(cli("receipts", "show", "rcpt_acme_7", "--owner", "acme")).stdout
+    assert "turn 9, system 39, story 120, tail 1,310" in text and "vault" not in text
+
+
 def test_receipts_show_never_shows_another_owners_receipt(cli: Cli, receipts: Path) -> None:
     line = one_line_error(cli("receipts", "show", "rcpt_bob_0", "--owner", "acme"))
     assert "not found" in line and "answer" not in line

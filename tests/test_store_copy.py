@@ -141,6 +141,9 @@ async def fill(store: StaffStore) -> None:
     await store.append_messages(
         session, [("system", "be brief"), ("user", "hi\nthere"), ("assistant", "")], now=MOMENT
     )
+    # A session's story, replaced once: both versions are copied (the history is kept).
+    await store.put_story(session, "about the notes", "client", MOMENT.timestamp())
+    await store.put_story(session, "- the port is 8443", "extractive", MOMENT.timestamp())
 
     await store.ensure_artifact("acme", ARTIFACT, kind="binary", now=MOMENT)
     request = JobRequest(

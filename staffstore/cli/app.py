@@ -47,6 +47,7 @@ EXTENSIONS: tuple[str, ...] = (
     "staffstore.cli.claims",
     "staffstore.cli.receipts",
     "staffstore.cli.kept",
+    "staffstore.cli.story",
     "staffstore.cli.jobs",
     "staffstore.cli.replay",
     "staffstore.cli.serve",

@@ -193,6 +193,9 @@ def receipts_show(
         )
         if value is not None
     ]  # fmt: skip
+    if receipt.prompt_parts is not None:  # the working set staffstore built, part by part
+        sent = [f"{part} {n:,}" for part, n in receipt.prompt_parts.items() if n]
+        lines.append(("prompt", ", ".join(sent) + " (tokens counted when it was built)"))
     lines.append(("latency", f"{receipt.latency_ms:.1f} ms"))
     width = max(len(label) for label, _ in lines)
     for label, value in lines:

@@ -51,6 +51,12 @@ from ..replays.report import (
     update_readme,
     wakeups_row,
 )
+from ..replays.session_report import (
+    SESSION_FIELDS,
+    SESSION_REPLAYS,
+    SessionLedger,
+    session_row,
+)
 from ..replays.splits import HALVES, Half
 from ..replays.workday_dev import ledger_name, play_dev_set
 from ..store import StaffStore
@@ -90,7 +96,7 @@ def note(text: str) -> None:
 def _print_replays(ledgers: list[dict[str, Any]]) -> None:
     """One line a replay: its main summary, under the ledger's own field names (the jobs
     replay, which counts dispatches and not turns, in a table of its own)."""
-    others = JOB_REPLAYS | STATE_REPLAYS | MEMORY_REPLAYS
+    others = JOB_REPLAYS | STATE_REPLAYS | MEMORY_REPLAYS | SESSION_REPLAYS
     parsed = [ReplayLedger.model_validate(raw) for raw in ledgers if raw["name"] not in others]
     print_table(
         [field.upper() for _, field in REPLAY_COLUMNS],
@@ -107,6 +113,10 @@ def _print_replays(ledgers: list[dict[str, Any]]) -> None:
     ]
     print_table(STEP_FIELDS, [row for ledger in memory for row in step_rows(ledger)])
     print_table(RUN_FIELDS, [run_row(ledger) for ledger in memory])
+    sessions = [
+        SessionLedger.model_validate(raw) for raw in ledgers if raw["name"] in SESSION_REPLAYS
+    ]
+    print_table(SESSION_FIELDS, [session_row(ledger) for ledger in sessions])
 
 
 def _print_pairs(ledgers: list[dict[str, Any]]) -> None:

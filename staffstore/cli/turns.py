@@ -28,6 +28,7 @@ from ..store import StaffStore
 from ..store.importer import parse_json_object, validation_message
 from ..store.location import StoreAddress
 from ..upstream import OpenRouter
+from ..working_set import ROLES, budgets_for, parse_part_budgets
 from .app import (
     NOT_UTF8,
     GateBudgetOption,
@@ -332,8 +333,30 @@ def ask(
         str | None, typer.Option("--base-url", callback=http_url, hidden=True)
     ] = None,
     budget: Annotated[
-        int, typer.Option("--budget", min=64, help="Token budget of the prompt sent on a miss.")
-    ] = DEFAULTS.budget,
+        int | None,
+        typer.Option(
+            "--budget",
+            min=64,
+            help=f"Token budget of the prompt sent on a miss (default: the --role's, else "
+            f"{DEFAULTS.budget}).",
+        ),
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            help=f"Budget the prompt's parts as this role does ({', '.join(ROLES)}).",
+        ),
+    ] = None,
+    part_budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--part-budget",
+            metavar="PART=TOKENS",
+            help="One part's token budget (system, claims, story, vault, tail, state, memory); "
+            "repeatable.",
+        ),
+    ] = None,
     repository: RepositoryOption = None,
     revision: RevisionOption = None,
     gate_budget: GateBudgetOption = None,
@@ -403,6 +426,12 @@ def ask(
     model = model or settings.model
     key_env = settings.upstream_key_env
     shown = _Shown()
+    try:
+        parts = parse_part_budgets(part_budget or [])
+        budgets = budgets_for(role, budget if role else budget or DEFAULTS.budget, parts)
+    except InputError as error:
+        raise typer.BadParameter(str(error), param_hint="--role/--part-budget") from None
+    prompt_budget = budgets if budgets is not None else budget or DEFAULTS.budget
 
     async def work() -> TurnResult:
         turn = Turn(
@@ -428,7 +457,7 @@ def ask(
         ):
             call = _streaming(chat, shown) if stream else chat
             return await ensure_mouth(
-                store, turn, call, model=model, budget=budget, cache=cache, system=system
+                store, turn, call, model=model, budget=prompt_budget, cache=cache, system=system
             )
 
     cache = CachePolicy.from_flags(refresh=refresh, no_cache=no_cache, ttl=ttl, max_age=max_age)

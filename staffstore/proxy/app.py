@@ -37,6 +37,7 @@ delays it (the writer keeps it and retries), text the store cannot hold is made 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -77,7 +78,9 @@ from ..store.promote import promote_receipt
 from ..store.retention import retention_cutoff
 from ..store.sync_store import KeptAnswer, PaidOrigin, SyncStore, TurnRecord
 from ..upstream import OpenRouter, shown_url, url_password
-from ..working_set import DEFAULT_SYSTEM, build_working_set
+from ..working_set import DEFAULT_SYSTEM, Budgets, build_working_set, token_counter
+from ..working_set.story import refresh_story, write_story
+from ..working_set.warmup import warm_up_session
 from .access_log import OWNER_SCOPE_KEY, AccessLog, AccessLogWriter
 from .bodies import PromoteBody
 from .config import ServeConfig, WorkingSetMode, hash_key
@@ -162,6 +165,10 @@ class _Turn:
     session_id: str | None = None
     #: The claim on paying for this turn's call, while it holds one (pending.py).
     lease: CallLease | None = None
+    #: In bounded mode, once its working set is built: the prompt's tokens per part, and the
+    #: older session messages it recalled (both go into what the turn records).
+    prompt_parts: dict[str, int] | None = None
+    recalled: list[int] = field(default_factory=list)
 
     @property
     def keeps_text(self) -> bool:
@@ -178,6 +185,7 @@ class _Turn:
             session_id=self.session_id,
             question=self._question(),
             answer=answer if self.keeps_text else None,
+            prompt_parts=self.prompt_parts,
             **fields,
         )
 
@@ -306,7 +314,9 @@ class Proxy:
     ) -> None:
         """Write a turn's receipt; a session met for the first time is created on the way."""
         name = turn.chat.session if turn.chat is not None else None
-        record = TurnRecord(receipt, turn.session_id, messages, kept, session_name=name)
+        record = TurnRecord(
+            receipt, turn.session_id, messages, kept, session_name=name, recalled=turn.recalled
+        )
         try:
             session_id = await self.writer.record(record)
         finally:
@@ -357,6 +367,9 @@ class Proxy:
         if known is None:
             try:
                 known = await self.writer.run(lambda: self.store.ensure_session_id(owner, name))
+                # First sight since this server started: a session compacted before comes
+                # back with its story and an up-to-date vault (warmup.py).
+                await self.writer.run(lambda: warm_up_session(self.store, owner, name))
             except StoreBusyError:
                 return None
             self._remember_session(owner, name, known)
@@ -429,6 +442,7 @@ class Proxy:
                 agent_header=request.headers.get(H_AGENT),
                 default_model=self.config.default_model,
             )
+            self._prompt_budget(chat)  # a bad role or part is the request's fault: a 400 now
             await self._check_quota(owner, chat)
         except WireError as problem:
             receipt = turn.receipt(
@@ -448,6 +462,10 @@ class Proxy:
         turn.session_id = self._sessions.get((owner, chat.session))
         if turn.session_id is None and chat.working_set == "bounded":
             turn.session_id = await self._ensure_session(owner, chat.session)
+        if chat.story is not None:
+            # The client's new story, before the turn: a hit or a miss, the session now has it,
+            # and a miss's working set already carries it.
+            await write_story(self.store, owner, chat.session, chat.story)
         lease = self._lease_for(turn, chat)
         decision, kept, origin, standing = await self._look_up(owner, chat, lease)
         if standing == "waiting":
@@ -559,19 +577,33 @@ class Proxy:
             return Response(events, media_type="text/event-stream", headers=headers)
         return JSONResponse(completion_body(answer, model), headers=headers)
 
+    def _prompt_budget(self, chat: ChatRequest) -> int | Budgets:
+        """The bounded working set's budget for this request, or WireError (400)."""
+        try:
+            return self.config.prompt_budget(chat.role, chat.part_budgets)
+        except InputError as error:
+            raise WireError(400, str(error), param="staffstore.budgets") from None
+
     async def _upstream_body(
         self, turn: _Turn, chat: ChatRequest
     ) -> tuple[dict[str, Any], WorkingSetMode]:
         """What goes upstream: the client's body, or in bounded mode its working set."""
         if chat.working_set != "bounded" or chat.turn is None:
             return chat.body, "forward"
+        owner = turn.caller.owner
+        # The session's extractive story kept current, as `ask` keeps it (mouth.py); with the
+        # store locked, the story as it was: the turn need not wait for it.
+        with contextlib.suppress(StoreBusyError):
+            await self.writer.run(lambda: refresh_story(self.store, owner, chat.session))
         working_set = await build_working_set(
             self.store,
             Turn(owner=turn.caller.owner, text=chat.turn, session=chat.session, agent=chat.agent),
-            self.config.budget,
+            self._prompt_budget(chat),
             system=chat.system or DEFAULT_SYSTEM,
+            count=token_counter(chat.model),
         )
         messages = [message.model_dump() for message in working_set.messages]
+        turn.prompt_parts, turn.recalled = working_set.part_tokens, working_set.vault_message_ids
         return {**chat.body, "messages": messages}, "bounded"
 
     async def _forward_miss(

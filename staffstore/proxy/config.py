@@ -18,6 +18,7 @@ A config file (every setting optional; flags win over it):
     trusted = false                           # true: owner from X-Staffstore-Owner, no keys
     default_owner = "local"                   # the owner in trusted mode without the header
     budget = 4000                             # tokens of a bounded working set
+    role = "main"                             # its parts' budgets: supervisor, main, advisor
     max_body_bytes = 8388608
     timeout = 60.0                            # seconds for one upstream call
     upstream_retries = 2
@@ -38,6 +39,9 @@ A config file (every setting optional; flags win over it):
 
     [serve.quotas]                            # owner by owner, over quota_bytes
     alice = 2147483648
+
+    [serve.budgets]                           # a bounded working set's parts, over the role's
+    tail = 2000                               # system, claims, story, vault, tail, state, memory
 
     [serve.jobs]                              # POST /v1/staffstore/jobs/dispatch
     dir = "jobs"                              # each job's folder; relative to this file
@@ -80,7 +84,7 @@ from ..settings import calibrated_gate_budget, check_http_url
 from ..state.config import SCOPE_KEY_ENV, check_scope_key
 from ..store.location import StoreAddress, store_address
 from ..upstream import API_KEY_ENV, DEFAULT_BASE_URL
-from ..working_set import DEFAULT_BUDGET
+from ..working_set import DEFAULT_BUDGET, Budgets, budgets_for
 
 WorkingSetMode = Literal["forward", "bounded"]
 WORKING_SET_MODES: tuple[WorkingSetMode, ...] = ("forward", "bounded")
@@ -119,6 +123,11 @@ class ServeConfig:
     #: "forward" sends the client's messages as sent; "bounded" sends the working set.
     working_set: WorkingSetMode = "forward"
     budget: int = DEFAULT_BUDGET
+    #: The role whose per-part budgets a bounded working set takes (working_set.ROLE_BUDGETS;
+    #: None: only `budget`, the whole prompt's), and parts set over them ("total" among them:
+    #: with a role, the role's total applies, not `budget`).
+    role: str | None = None
+    part_budgets: Mapping[str, int] = field(default_factory=dict)
     #: The gate's error budget for this server's turns (None: the gate's default).
     gate_budget: float | None = None
     max_body_bytes: int = 8 * 1024 * 1024
@@ -184,6 +193,16 @@ class ServeConfig:
     #: starts (`staffstore kept prune` does it at any time); None keeps them.
     kept_retention_days: float | None = None
 
+    def prompt_budget(
+        self, role: str | None = None, parts: Mapping[str, int] | None = None
+    ) -> int | Budgets:
+        """A bounded working set's budget: this server's, with a request's role and parts
+        over it (InputError on an unknown role or part)."""
+        chosen = role or self.role
+        merged: dict[str, int | None] = {**self.part_budgets, **(parts or {})}
+        budgets = budgets_for(chosen, None if chosen else self.budget, merged)
+        return self.budget if budgets is None else budgets
+
 
 DEFAULTS = ServeConfig(db_path=Path("staffstore.db"))
 
@@ -196,7 +215,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "access_log_format": str, "access_log_file": str,
     "metrics_key": str, "metrics_key_sha256": str, "body_timeout": (int, float),
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
-    "jobs": dict,
+    "jobs": dict, "role": str, "budgets": dict,
     "state_key_env": str, "handoff_max_bytes": int, "default_model": str,
     "kept_retention_days": (int, float), "secret_env": list,
 }  # fmt: skip
@@ -302,6 +321,7 @@ def build_config(
     default_owner: str | None = None,
     working_set: str | None = None,
     budget: int | None = None,
+    role: str | None = None,
     gate_budget: float | None = None,
     max_body_bytes: int | None = None,
     timeout: float | None = None,
@@ -372,6 +392,8 @@ def build_config(
         default_owner=pick(default_owner, "default_owner", DEFAULTS.default_owner),
         working_set=cast(WorkingSetMode, mode),
         budget=pick(budget, "budget", DEFAULTS.budget),
+        role=pick(role, "role", None),
+        part_budgets=_part_budgets(table.get("budgets", {})),
         gate_budget=_gate_budget(pick(gate_budget, "gate_budget", None)),
         max_body_bytes=pick(max_body_bytes, "max_body_bytes", DEFAULTS.max_body_bytes),
         timeout=float(pick(timeout, "timeout", DEFAULTS.timeout)),
@@ -468,6 +490,13 @@ def _jobs_settings(
     return settings
 
 
+def _part_budgets(value: Any) -> dict[str, int]:
+    """[serve.budgets]: a token budget per part, each a whole number (checked in _check)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+        raise InputError("[serve.budgets] holds a whole number of tokens per part")
+    return dict(value)
+
+
 def _metrics_digest(
     flag: str | None, table: Mapping[str, Any], env: Mapping[str, str]
 ) -> str | None:
@@ -492,6 +521,8 @@ def _check(config: ServeConfig) -> None:
     for name in ("budget", "max_body_bytes"):
         if getattr(config, name) < 1:
             raise InputError(f"{name} must be at least 1")
+    # An unknown role or part, or a part below 0, is refused at startup, not at the first turn.
+    config.prompt_budget()
     for name in ("timeout", "models_ttl", "lock_timeout"):
         if getattr(config, name) < 0:
             raise InputError(f"{name} must not be negative")

@@ -195,7 +195,10 @@ OPERATIONS: tuple[Operation, ...] = (
                 "stream": {"type": "boolean"},
                 "cache": {**_OBJECT, "description": "LiteLLM's cache controls: no-cache, "
                           "no-store, namespace, s-maxage, ttl."},
-                "staffstore": {**_OBJECT, "description": "working_set, session, agent."},
+                "staffstore": {
+                    **_OBJECT,
+                    "description": "working_set, session, agent, role, budgets, story.",
+                },
             },
         },
         errors=(*_BODY, 429, 502, 503, 504), headers=_TURN_HEADERS,

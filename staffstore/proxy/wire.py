@@ -28,6 +28,7 @@ from ..errors import (
 from ..identity import content_hash
 from ..state import strict_json
 from ..state.checks import check_agent
+from ..working_set.story import MAX_STORY_CHARS
 from .config import WORKING_SET_MODES, WorkingSetMode
 
 #: Body fields that shape how an answer travels or is cached, not what is asked: an exact
@@ -97,6 +98,12 @@ class ChatRequest:
     system: str | None  # the client's first system message, kept in a bounded working set
     #: The agent whose working state a bounded working set carries (None: the default agent).
     agent: str | None = None
+    #: A bounded working set's role and per-part token budgets asked by this request
+    #: (`staffstore.role`, `staffstore.budgets`), over the server's (ServeConfig.prompt_budget).
+    role: str | None = None
+    part_budgets: dict[str, int] | None = None
+    #: The session's new story (`staffstore.story`), written before the turn is answered.
+    story: str | None = None
 
 
 def read_chat_request(
@@ -169,6 +176,25 @@ def read_chat_request(
             check_agent(agent)  # the one check of an agent's name, as the state endpoints use
         except InputError as error:
             raise WireError(400, str(error), param="staffstore.agent") from None
+    role = extension.get("role")
+    if role is not None and not isinstance(role, str):
+        raise WireError(400, "role must be a string", param="staffstore.role")
+    part_budgets = _object(extension.get("budgets"), "staffstore.budgets") or None
+    if part_budgets is not None and not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in part_budgets.values()
+    ):
+        raise WireError(
+            400, "budgets must map parts to whole numbers of tokens", param="staffstore.budgets"
+        )
+    story = extension.get("story")
+    if story is not None and (
+        not isinstance(story, str) or not story.strip() or len(story.strip()) > MAX_STORY_CHARS
+    ):
+        raise WireError(
+            400,
+            f"story must be a non-empty string of at most {MAX_STORY_CHARS} characters",
+            param="staffstore.story",
+        )
     controls = read_cache_controls(body.get("cache"))
     upstream = {k: v for k, v in body.items() if k not in ("cache", "staffstore")}
     asked = {k: v for k, v in body.items() if k not in _TRANSPORT_FIELDS}
@@ -186,6 +212,9 @@ def read_chat_request(
         claims_refused=_claims_refused(body, messages),
         system=_first_system(messages),
         agent=agent,
+        role=role,
+        part_budgets=part_budgets,
+        story=story,
     )
 
 

@@ -274,4 +274,5 @@ def _storable_record(record: TurnRecord) -> TurnRecord:
         [(role, _storable(content) or "") for role, content in record.messages],
         kept,
         session_name=_storable(record.session_name),
+        recalled=record.recalled,
     )

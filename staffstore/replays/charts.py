@@ -28,6 +28,7 @@ from .report import (
     percent,
     read_ledgers,
 )
+from .session_report import SessionLedger, session_chart
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -44,6 +45,7 @@ CHARTS: dict[str, str] = {
     "pairs_recall_vs_false_hits.png": "Pair evaluations: recall against the false-hit rate",
     "jobs_decisions.png": "The jobs replay: what each kind of request did",
     "gate_budgets.png": "The gate's error budgets: recall against the false-hit rate",
+    "long_session.png": "A long session: the needed fact in the prompt, against two baselines",
 }
 
 HIT, MISS, FALSE_HIT, STALE_HIT = "#2a9d54", "#9aa3ad", "#d62728", "#ff8c00"
@@ -89,6 +91,10 @@ def draw_charts(ledgers: Path, out: Path, *, note: Note = _ignore) -> list[Path]
         ("gate_budgets.png",
          partial(_budgets, budget_curves(found)) if budget_curves(found) else None,
          "workday_dev-ledger.json or a pairs ledger with budgets"),
+        ("long_session.png",
+         partial(_long_session, found.sessions["long-session"])
+         if "long-session" in found.sessions else None,
+         "long-session-ledger.json"),
     ]  # fmt: skip
     written: list[Path] = []
     for name, draw, needs in plan:
@@ -140,6 +146,12 @@ def _save(figure: Figure, path: Path) -> Path:
 
 
 # -- the charts --------------------------------------------------------------------------------
+
+
+def _long_session(ledger: SessionLedger) -> Figure:
+    figure, _ = _figure(7.5, 4.0, grid="y")
+    _percent_axis(figure.axes[0], "y")
+    return session_chart(ledger, figure)
 
 
 def _avoidance_vs_novel(ledger: ReplayLedger) -> Figure:

@@ -28,6 +28,13 @@ from .memory_report import (
     run_row,
     step_rows,
 )
+from .session_report import (
+    SESSION_HEADINGS,
+    SESSION_REPLAYS,
+    SessionLedger,
+    session_explanation,
+    session_row,
+)
 
 START = "<!-- results:start -->"
 END = "<!-- results:end -->"
@@ -276,6 +283,8 @@ class Ledgers:
     dev: DevLedger | None = None
     #: The workday training files' ledgers, in file order.
     workday: list[DevLedger] = field(default_factory=list)
+    #: The long-session replay's ledger, by name (see session_report.SESSION_REPLAYS).
+    sessions: dict[str, SessionLedger] = field(default_factory=dict)
 
 
 def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
@@ -308,6 +317,8 @@ def read_ledgers(folder: Path) -> Ledgers:
             found.wakeups[name] = read_ledger(path, WakeupsLedger)
         elif path.exists() and name in MEMORY_REPLAYS:
             found.memory[name] = read_ledger(path, WorkflowRunsLedger)
+        elif path.exists() and name in SESSION_REPLAYS:
+            found.sessions[name] = read_ledger(path, SessionLedger)
         elif path.exists():
             found.replays[name] = read_ledger(path, ReplayLedger)
         else:
@@ -316,7 +327,7 @@ def read_ledgers(folder: Path) -> Ledgers:
         found.pairs.append(read_ledger(path, PairsLedger))
     for path in sorted(folder.glob(TRAIN_GLOB)):
         found.workday.append(read_ledger(path, DevLedger))
-    for name in ("store", "proxy", "backends", "replicas"):
+    for name in ("store", "proxy", "backends", "replicas", "long-session"):
         path = folder / f"bench-{name}.json"
         if path.exists():
             try:
@@ -661,6 +672,16 @@ def _backend_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
                 rows,
             ),
         ]  # fmt: skip
+    session = benchmarks.get("long-session")
+    if session is not None:
+        lines += [
+            "",
+            f"Long session (`benchmarks/bench_long_session.py`, "
+            f"ledgers/bench-long-session.json): building a miss's working set at turn "
+            f"{session['measured_turn']} of a long session on {session['backend']} took "
+            f"p50 {session['p50_ms']:.1f} ms, p99 {session['p99_ms']:.1f} ms "
+            f"({session['builds']} builds).",
+        ]
     return lines
 
 
@@ -718,6 +739,13 @@ def results_markdown(
             *_table(STEP_HEADINGS, "ll" + "r" * (len(STEP_HEADINGS) - 2), step_rows(memory)),
             "", *_table(RUN_HEADINGS, "l" + "r" * (len(RUN_HEADINGS) - 1), [run_row(memory)]),
             "", explanation(memory),
+        ]  # fmt: skip
+    for session in ledgers.sessions.values():
+        lines += [
+            "", "### Long-session replay (story, vault, rungs, budgets)", "",
+            *_table(SESSION_HEADINGS, "l" + "r" * (len(SESSION_HEADINGS) - 1),
+                    [session_row(session)]),
+            "", session_explanation(session),
         ]  # fmt: skip
     if ledgers.pairs:
         lines += [

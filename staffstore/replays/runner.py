@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Progress
-from . import hostile, jobs, single, wakeups, workday, workflow_runs
+from . import hostile, jobs, long_session, single, wakeups, workday, workflow_runs
 from .harness import ReplayOutput, StoreFor, write_json
 
 ReplayFn = Callable[[Path, int, bool, StoreFor | None], Awaitable[ReplayOutput]]
@@ -26,6 +26,7 @@ REPLAYS: dict[str, ReplayFn] = {
     "jobs": jobs.play,
     "wakeups": wakeups.play,
     "workflow-runs": workflow_runs.play,
+    "long-session": long_session.play,
 }
 
 

@@ -44,7 +44,9 @@ from .rows import (
     row_to_receipt,
 )
 from .state_tables import AsyncStateTables
+from .story_tables import AsyncStoryTables
 from .sync_store import KeptAnswer, PaidOrigin, SyncStore, TurnRecord
+from .vault_tables import AsyncVaultTables
 
 #: The matcher without its cache, for the questions of stored claims: each is normalised once
 #: on its way in, and through the cache a long import would fill it (some 4 KB an entry, up to
@@ -67,7 +69,13 @@ class Engine(Protocol):
 
 
 class StaffStore(
-    AsyncStateTables, AsyncMemoryTables, AsyncJobs, AsyncReceiptQueries, AsyncRetention
+    AsyncStateTables,
+    AsyncMemoryTables,
+    AsyncStoryTables,
+    AsyncVaultTables,
+    AsyncJobs,
+    AsyncReceiptQueries,
+    AsyncRetention,
 ):
     """The durable store. Open it with `async with StaffStore.open(path_or_url) as store:`."""
 
@@ -207,6 +215,7 @@ class StaffStore(
                     "VALUES (?, ?, ?, ?)",
                     rows,
                 )
+                sync.index_vault([session_id])
 
         await self.run_sync(work)
 

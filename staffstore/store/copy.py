@@ -28,6 +28,7 @@ from .database import Database
 from .location import StoreLocation, parse_location
 from .migrations_postgres import SCHEMA_SETTING
 from .sync_store import SyncStore
+from .vault_tables import DERIVED_PREFIX, DERIVED_TABLES
 
 #: Rows a batch: one read of the source, one executemany in one write transaction on the target.
 BATCH_SIZE = 1_000
@@ -73,6 +74,7 @@ TABLES: tuple[_Table, ...] = (
     _Table("workflow_lessons", ("id",)),
     _Table("workflow_digests", ("id",)),
     _Table("workflow_memory_settings", ("owner", "project", "workflow", "step"), rowid=False),
+    _Table("session_stories", ("session_id", "version"), rowid=False),
 )
 #: Copied as settings (PostgreSQL's own schema version excepted) and rebuilt from the claims.
 SETTINGS, TERM_COUNTS = "store_settings", "term_counts"
@@ -206,7 +208,7 @@ def _schema(db: Database) -> tuple[str, dict[str, list[str]], tuple[str, ...]]:
             str(row[0])
             for row in db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
             # SQLite's own tables, and the FTS5 index with its shadow tables (by trigger).
-            if not str(row[0]).startswith(("sqlite_", "claims_fts"))
+            if not str(row[0]).startswith(("sqlite_", "claims_fts", DERIVED_PREFIX))
         ]
         columns = {
             name: [
@@ -221,7 +223,8 @@ def _schema(db: Database) -> tuple[str, dict[str, list[str]], tuple[str, ...]]:
             "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
         ):
             # claim_terms is the claims' doclists (search.py), built as claims are written.
-            if table != "claim_terms":
+            # vault_terms and vault_marks are the session vault's (vault_tables.py), likewise.
+            if table != "claim_terms" and table not in DERIVED_TABLES:
                 columns.setdefault(str(table), []).append(str(column))
     return db.label, columns, db.search.index_columns()
 
@@ -341,7 +344,7 @@ def _read(plan: _Plan, after: Sequence[Any] | None, limit: int, sync: SyncStore)
 def _write(plan: _Plan, rows: Sequence[Sequence[Any]], sync: SyncStore) -> None:
     """Insert one batch into the target in one write transaction; a claim gets the index
     columns its target searches by (PostgreSQL's tokens; none on SQLite, whose FTS5 index
-    follows by trigger)."""
+    follows by trigger), and messages their session vault's index."""
     db = sync.db
     columns = plan.columns
     if plan.table.name == "claims":
@@ -356,6 +359,8 @@ def _write(plan: _Plan, rows: Sequence[Sequence[Any]], sync: SyncStore) -> None:
         )
         if plan.table.name == "claims":
             db.search.after_insert([row[columns.index("id")] for row in rows])
+        if plan.table.name == "messages":  # the vault's index, as any writer of messages
+            sync.index_vault(row[columns.index("session_id")] for row in rows)
 
 
 def _recount_terms(db: Database) -> None:

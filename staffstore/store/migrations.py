@@ -8,7 +8,7 @@ file is recognised and left alone.
 
 from __future__ import annotations
 
-from . import memory_tables, state_tables
+from . import memory_tables, state_tables, story_tables, vault_tables
 from .database import COUNT_TERMS
 
 #: `PRAGMA application_id` of a staffstore file: "SfSt" in ASCII (see `file(1)`'s magic).
@@ -279,4 +279,14 @@ MIGRATIONS: list[list[str]] = [
     # 9: scoped state (step, workflow, project, global) and workflow memory (run records,
     # lessons, rolling digests, memory settings); see memory_tables.py.
     memory_tables.MIGRATION,
+    # 10: a session's story, one version a row, the newest current; see story_tables.py.
+    story_tables.MIGRATION,
+    # 11: the session vault, an FTS5 index over the messages; see vault_tables.py.
+    vault_tables.MIGRATION,
+    # 12: a receipt's prompt tokens per part of the working set (JSON), and how often each
+    # session message was recalled by the vault (working_set/rungs.py reads it).
+    [
+        "ALTER TABLE receipts ADD COLUMN prompt_parts TEXT",
+        "ALTER TABLE messages ADD COLUMN recalls INTEGER NOT NULL DEFAULT 0",
+    ],
 ]

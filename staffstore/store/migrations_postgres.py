@@ -12,7 +12,7 @@ Never edit a shipped step.
 
 from __future__ import annotations
 
-from . import memory_tables
+from . import memory_tables, story_tables, vault_tables
 
 #: A text column that sorts and compares bytewise.
 _T = 'TEXT COLLATE "C"'
@@ -333,4 +333,13 @@ MIGRATIONS: list[list[str]] = [
     ],
     # Scoped state and workflow memory (SQLite's step 9); see memory_tables.py.
     memory_tables.POSTGRES_MIGRATION,
+    # A session's story (SQLite's step 10); see story_tables.py.
+    story_tables.POSTGRES_MIGRATION,
+    # The session vault's doclists (SQLite's step 11: FTS5); see vault_tables.py.
+    vault_tables.POSTGRES_MIGRATION,
+    # Prompt tokens per part on receipts, recall counts on messages (SQLite's step 12).
+    [
+        f"ALTER TABLE receipts ADD COLUMN prompt_parts {_T}",
+        "ALTER TABLE messages ADD COLUMN recalls BIGINT NOT NULL DEFAULT 0",
+    ],
 ]

@@ -5,6 +5,7 @@ Shared by the async StaffStore (async_store.py) and its synchronous lookups (syn
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -100,7 +101,7 @@ RECEIPT_COLUMNS = (
     "id", "owner", "outcome", "reason", "status", "model", "prompt_tokens", "completion_tokens",
     "cost_usd", "inference_avoided", "inference_attempted", "latency_ms", "started_at",
     "finished_at", "session_id", "claim_id", "question", "answer", "error", "served_from",
-    "avoided_cost_usd",
+    "avoided_cost_usd", "prompt_parts",
 )  # fmt: skip
 
 
@@ -110,6 +111,8 @@ def receipt_row(receipt: Receipt) -> tuple[Any, ...]:
     values["finished_at"] = receipt.finished_at.timestamp()
     values["inference_avoided"] = int(receipt.inference_avoided)
     values["inference_attempted"] = int(receipt.inference_attempted)
+    parts = receipt.prompt_parts
+    values["prompt_parts"] = None if parts is None else json.dumps(parts)  # in prompt order
     return tuple(values[name] for name in RECEIPT_COLUMNS)
 
 
@@ -119,6 +122,8 @@ def row_to_receipt(row: Sequence[Any]) -> Receipt:
     values["finished_at"] = datetime_of(values["finished_at"])
     values["inference_avoided"] = bool(values["inference_avoided"])
     values["inference_attempted"] = bool(values["inference_attempted"])
+    parts = values["prompt_parts"]
+    values["prompt_parts"] = None if parts is None else json.loads(parts)
     return Receipt(**values)
 
 

@@ -32,6 +32,8 @@ from .rows import (
 )
 from .search import Combine
 from .state_tables import StateTables
+from .story_tables import StoryTables
+from .vault_tables import VaultTables
 
 _KEY_VERSION_SETTING = "search_key_version"
 
@@ -45,7 +47,7 @@ _OWNER_CHECK_BLOCK = 32
 _IDF_SCALE = 1_000.0
 
 
-class SyncStore(StateTables, MemoryTables, SyncJobs, SyncRetention):
+class SyncStore(StateTables, MemoryTables, StoryTables, VaultTables, SyncJobs, SyncRetention):
     """The store's operations as plain calls on one database connection (database.py).
 
     StaffStore.run_sync runs them on a thread that owns the connection for the call: there a
@@ -376,6 +378,18 @@ class SyncStore(StateTables, MemoryTables, SyncJobs, SyncRetention):
                     "VALUES (?, ?, ?, ?)",
                     messages,
                 )
+                self.index_vault(m[0] for m in messages)
+            recalls = [
+                (int(message_id), session_id)
+                for record, session_id in zip(records, session_ids, strict=True)
+                if session_id is not None
+                for message_id in record.recalled
+            ]
+            if recalls:  # scoped by the session: a record names only its own messages
+                self.db.executemany(
+                    "UPDATE messages SET recalls = recalls + 1 WHERE id = ? AND session_id = ?",
+                    recalls,
+                )
             if kept:
                 self.db.executemany(
                     "INSERT INTO kept_answers (owner, namespace, request_hash, receipt_id, "
@@ -442,3 +456,6 @@ class TurnRecord:
     #: The name of the receipt owner's session, to create or find while writing, when
     #: `session_id` is not known yet (saves a round trip before the turn is answered).
     session_name: str | None = None
+    #: The session's older messages the turn's prompt recalled (vault hits): each one's
+    #: recall count goes up by one.
+    recalled: Sequence[int] = ()
