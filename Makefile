@@ -3,14 +3,14 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run report test lint bench clean
 
 # The oldest Python staffstore runs on (pyproject.toml's requires-python). Checked before the
 # venv is made: a venv made by an older Python would break every later `make` until `make clean`.
 PY_MIN := 3.11
 PY_CHECK := import sys; sys.exit(sys.version_info < tuple(map(int, "$(PY_MIN)".split("."))))
 
-$(BIN)/staffstore: pyproject.toml
+$(BIN)/staffstore: pyproject.toml constraints.txt
 	@$(PY) -c '$(PY_CHECK)' 2>/dev/null || { \
 	  echo "error: staffstore needs Python $(PY_MIN) or newer; '$(PY)' is $$($(PY) -V 2>&1 || echo missing)." \
 	       "Install one and run: make PY=python$(PY_MIN)" >&2; exit 1; }
@@ -19,14 +19,30 @@ $(BIN)/staffstore: pyproject.toml
 	  exit 1; fi
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(BIN)/staffstore
 
-# The main job: every replay, the pair evaluations, the charts and the README's results table.
+# The main job: every replay, the pair evaluations, the charts and the README's results, all
+# written into $(RESULTS) (no tracked file changes), then compared with the committed ones
+# byte for byte (tools/results.py). `make report` also copies what it reproduced over them.
+# STRICT=--strict (CI) fails the run when a reproduced file differs.
+RESULTS := build/results
+# What could make two machines disagree is pinned: library versions (constraints.txt), one
+# thread for every numeric library, and the hash seed.
+run: export PYTHONHASHSEED := 0
+run: export OMP_NUM_THREADS := 1
+run: export OPENBLAS_NUM_THREADS := 1
+run: export MKL_NUM_THREADS := 1
 run: $(BIN)/staffstore
-	$(BIN)/staffstore replay all
-	$(BIN)/staffstore charts
-	$(BIN)/staffstore report --readme README.md
+	$(BIN)/python tools/results.py prepare $(RESULTS)
+	$(BIN)/staffstore replay all --out $(RESULTS)/ledgers
+	$(BIN)/staffstore charts --ledgers $(RESULTS)/ledgers --out $(RESULTS)/charts
+	$(BIN)/staffstore report --ledgers $(RESULTS)/ledgers --charts $(RESULTS)/charts \
+	  --readme $(RESULTS)/README.md
+	$(BIN)/python tools/results.py compare $(RESULTS) $(STRICT)
+
+report: run
+	$(BIN)/python tools/results.py update $(RESULTS)
 
 test: $(BIN)/staffstore
 	$(BIN)/ruff check .

@@ -118,6 +118,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
+        "--epochs", type=int, default=int(SETTINGS["epochs"]), help="passes over the pairs"
+    )
+    parser.add_argument(
         "--keep-float", action="store_true", help="also keep the float ONNX model, to compare"
     )
     parser.add_argument(
@@ -135,6 +138,7 @@ def main() -> None:
     from tokenizers import Tokenizer
     from transformers import AutoModelForSequenceClassification
 
+    SETTINGS["epochs"] = args.epochs  # recorded in the card with the other settings
     seed = int(SETTINGS["seed"])
     random.seed(seed)
     np.random.seed(seed)
