@@ -127,3 +127,47 @@ def test_what_makes_asks_why() -> None:
 )
 def test_a_negation_that_is_not_the_opposite_still_differs(asked: str, stored: str) -> None:
     assert {"negation", "polarity"} & {d.slot for d in differences(asked, stored)}
+
+
+#: Time and number shorthand (slots.spelled_out): the same time or count, said briefly.
+SAME_SHORTHAND = [
+    (
+        "How long did the node rotation take tues?",
+        "How long did the node rotation take on Tuesday?",
+    ),
+    (
+        "Which alert paged the on-call sat 02:40?",
+        "Which alert paged the on-call at 02:40 on Saturday?",
+    ),
+    ("What was the 5xx rate in prod yday?", "What was the 5xx rate in prod yesterday?"),
+    ("How many PRs were ejected last wk?", "How many PRs were ejected last week?"),
+    ("What was the p75 INP last mo?", "What was the p75 INP last month?"),
+    ("What was the seven-day retention in January?", "What was the 7-day retention in January?"),
+]
+#: The same shorthand naming another time or count still differs.
+OTHER_SHORTHAND = [
+    ("How long did the node rotation take tues?", "How long did the node rotation take on Friday?"),
+    ("What was the 5xx rate in prod yday?", "What was the 5xx rate in prod today?"),
+    ("How many PRs were ejected last wk?", "How many PRs were ejected last month?"),
+    ("What was the seven-day retention in January?", "What was the 30-day retention in January?"),
+]
+
+
+@pytest.mark.parametrize(("asked", "stored"), SAME_SHORTHAND)
+def test_time_and_number_shorthand_is_the_same_value(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(("asked", "stored"), OTHER_SHORTHAND)
+def test_shorthand_for_another_value_still_differs(asked: str, stored: str) -> None:
+    assert differences(asked, stored) and differences(stored, asked)
+
+
+def test_a_weekday_abbreviation_that_is_a_word_is_left_alone_outside_a_date() -> None:
+    from staffstore.text.slots import spelled_out
+
+    assert spelled_out("Why has the job sat in the queue since noon?") == (
+        "Why has the job sat in the queue since noon?"
+    )
+    assert spelled_out("What broke on sat?") == "What broke on saturday?"

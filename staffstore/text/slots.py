@@ -27,12 +27,13 @@ what may differ freely is learned from data (see gate/scoring.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
 from .interning import share_empty_sets
-from .lexicon import canonical
+from .lexicon import NUMBER_WORDS, canonical
 from .spelling import same_word
 from .words import (
     FUNCTION_WORDS,
@@ -868,8 +869,68 @@ def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bo
     return kept_a == kept_b
 
 
+# Shorthand that names the same time or number as the full word. Closed classes, each in
+# tests/test_slots.py: weekday abbreviations (those that are also English words, "sat", "wed",
+# "sun", "mon", only beside a time, a number or "on / last / this / next"), "yday", time units
+# after "last / this / next / past / per" or a number, and a number word before a unit
+# ("seven-day" is "7-day"; "one" is left alone, as the lexicon leaves it).
+_WEEKDAY_SHORT = {
+    "tue": "tuesday", "tues": "tuesday", "thu": "thursday", "thur": "thursday",
+    "thurs": "thursday", "fri": "friday",
+}  # fmt: skip
+_WEEKDAY_AMBIGUOUS = {"mon": "monday", "wed": "wednesday", "sat": "saturday", "sun": "sunday"}
+_UNIT_SHORT = {
+    "wk": "week", "wks": "weeks", "mo": "month", "mos": "months", "mth": "month",
+    "mths": "months", "yr": "year", "yrs": "years", "hr": "hour", "hrs": "hours",
+}  # fmt: skip
+_TIME_LEAD = r"on|last|this|next|past|previous|per|every|since|until|by|a|\d+"
+
+
+def _weekday_short(match: re.Match[str]) -> str:
+    return _WEEKDAY_SHORT[match[1].lower()]
+
+
+def _weekday_ambiguous(match: re.Match[str]) -> str:
+    return f"{match[1]} {_WEEKDAY_AMBIGUOUS[match[2].lower()]}"
+
+
+def _weekday_before_time(match: re.Match[str]) -> str:
+    return _WEEKDAY_AMBIGUOUS[match[1].lower()]
+
+
+def _unit_short(match: re.Match[str]) -> str:
+    return f"{match[1]} {_UNIT_SHORT[match[2].lower()]}"
+
+
+def _number_word(match: re.Match[str]) -> str:
+    return NUMBER_WORDS[match[1].lower()]
+
+
+_AMBIGUOUS = "|".join(_WEEKDAY_AMBIGUOUS)
+_SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+    (re.compile(rf"\b({'|'.join(_WEEKDAY_SHORT)})\b", re.IGNORECASE), _weekday_short),
+    (re.compile(rf"\b(on|last|this|next|since|until) ({_AMBIGUOUS})\b", re.IGNORECASE),
+     _weekday_ambiguous),
+    (re.compile(rf"\b({_AMBIGUOUS})\b(?=,? \d)", re.IGNORECASE), _weekday_before_time),
+    (re.compile(r"\b(?:yday|yest)\b", re.IGNORECASE), lambda _match: "yesterday"),
+    (re.compile(rf"\b({_TIME_LEAD}) ({'|'.join(_UNIT_SHORT)})\b", re.IGNORECASE), _unit_short),
+    (re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+                r"twenty|thirty|sixty|ninety)(?=[- ](?:seconds?|minutes?|hours?|days?|weeks?|"
+                r"months?|years?)\b)", re.IGNORECASE), _number_word),
+]  # fmt: skip
+
+
+def spelled_out(text: str) -> str:
+    """`text` with its time and number shorthand spelled out (see _SHORTHAND), so the slots
+    compare what is said, not how briefly: "last wk" is "last week", "tues" "tuesday"."""
+    for pattern, full in _SHORTHAND:
+        text = pattern.sub(full, text)
+    return text
+
+
 def differences(asked: str, stored: str) -> list[Difference]:
     """The slots in which a turn differs from a stored question (none: they may be one)."""
+    asked, stored = spelled_out(asked), spelled_out(stored)
     a, b = slots(asked), slots(stored)
     found: list[Difference] = []
 
