@@ -15,6 +15,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 ClaimStatus = Literal["live", "superseded", "retracted", "expired"]
 ClaimSource = Literal["job", "chat", "manual"]
+#: What a gate candidate may come from: a stored claim's source, or a kept answer (a paid
+#: reply whose prompt the gate compares with a turn, as it compares a claim's question).
+CandidateSource = Literal["job", "chat", "manual", "kept_answer"]
+#: Where a hit's answer came from: a claim, or a kept answer (an exact repeat or a reworded
+#: context-free question reusing a paid reply).
+HitSource = Literal["claim", "kept_answer"]
 Outcome = Literal["hit", "miss"]
 Role = Literal["system", "user", "assistant"]
 
@@ -100,9 +106,11 @@ class NewClaim(FrozenModel):
 
 
 class Claim(NewClaim):
-    """A stored claim: the finding plus its id, lifecycle status and timestamps."""
+    """A stored claim: the finding plus its id, lifecycle status and timestamps. (The gate
+    also reads a kept answer as one, source "kept_answer": see gate/kept_reuse.py.)"""
 
     id: str
+    source: CandidateSource = "manual"  # type: ignore[assignment]
     status: ClaimStatus = "live"
     created_at: datetime
     superseded_by: str | None = None
@@ -224,6 +232,9 @@ class Receipt(FrozenModel):
     #: system, claims, memory, story, vault, tail, state, marker), as counted when it was
     #: built; None when the client's own messages were sent.
     prompt_parts: dict[str, int] | None = None
+    #: On a hit: where its answer came from, "claim" or "kept_answer" (an exact repeat, or a
+    #: reworded context-free question served a paid reply); None on a miss.
+    source: HitSource | None = None
 
 
 class Ledger(FrozenModel):

@@ -11,7 +11,11 @@ a job, an import or on purpose.
 With a CachePolicy (`staffstore ask` and `Staff.ask` pass one; the replays do not), a paid
 answer is also kept, in the table the proxy keeps its answers in, and an exact repeat of the
 turn is served from it with a zero-call receipt (reason `exact_repeat`), as the proxy serves
-an exact repeat of a request. What makes a repeat exact is `repeat_key`.
+an exact repeat of a request. What makes a repeat exact is `repeat_key`. A context-free turn
+(its prompt is the system instruction and the question, nothing recalled: see context_key)
+keeps its question beside its answer, and a reworded question asked under the same context is
+served that answer when the gate accepts it as it would accept a claim (gate/kept_reuse.py;
+reason `exact` or `paraphrase`, source `kept_answer`), unless the policy says `paraphrase=False`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from .errors import UpstreamError
-from .gate import query_first
+from .gate import query_first, reuse_kept_sync
+from .gate.query_first import MAX_TURN_CHARS
 from .gate.relative_time import same_period
 from .identity import content_hash
 from .models import (
@@ -41,6 +46,7 @@ from .models import (
 from .state.config import DEFAULT_AGENT
 from .state.working import working_state_section
 from .store import StaffStore
+from .store.kept_prompts import KeptPrompt
 from .store.sync_store import KeptAnswer, TurnRecord
 from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, Budgets, build_working_set, token_counter
 from .working_set.story import refresh_story
@@ -77,12 +83,15 @@ class CachePolicy:
     proxy's `no-cache`); `keep=False` keeps no new answer (the proxy's `no-store`, for kept
     answers only: the receipt is written as always). `ttl`: seconds a kept answer may serve
     (None: until replaced). `max_age`: the oldest kept answer to serve, in seconds (`s-maxage`).
+    `paraphrase=False` serves a kept answer for an exact repeat only, never for a reworded
+    question (the proxy's `no-paraphrase`; the answer is still kept for others).
     """
 
     serve: bool = True
     keep: bool = True
     ttl: float | None = None
     max_age: float | None = None
+    paraphrase: bool = True
 
     @classmethod
     def from_flags(
@@ -92,11 +101,16 @@ class CachePolicy:
         no_cache: bool = False,
         ttl: float | None = None,
         max_age: float | None = None,
+        no_paraphrase: bool = False,
     ) -> CachePolicy:
-        """The policy of `ask --refresh/--no-cache/--ttl/--max-age` (and `Staff.ask`'s same
-        arguments), defined once: refresh serves nothing and keeps the new answer; no_cache
-        serves nothing and keeps nothing."""
-        return cls(serve=not (refresh or no_cache), keep=not no_cache, ttl=ttl, max_age=max_age)
+        """The policy of `ask --refresh/--no-cache/--ttl/--max-age/--no-paraphrase` (and
+        `Staff.ask`'s same arguments), defined once: refresh serves nothing and keeps the new
+        answer; no_cache serves nothing and keeps nothing; no_paraphrase serves no kept answer
+        for a reworded question."""
+        return cls(
+            serve=not (refresh or no_cache), keep=not no_cache, ttl=ttl, max_age=max_age,
+            paraphrase=not no_paraphrase,
+        )  # fmt: skip
 
 
 async def repeat_key(
@@ -141,6 +155,39 @@ async def repeat_key(
             "ask": asked,
             "recalled_claims": working_set.recalled_claim_ids,
             "working_state": section,
+        }
+    )
+
+
+#: The parts of a context-free prompt: the system instruction and the question, nothing else.
+_CONTEXT_FREE_PARTS = frozenset({"system", "turn"})
+
+
+def context_key(
+    turn: Turn,
+    model: str,
+    budget: int | Budgets,
+    working_set: WorkingSet,
+    system: str | None = None,
+) -> str | None:
+    """The context key of a context-free turn, else None: the hash of everything that shaped
+    its answer besides its question (model, system instruction, agent, repository, revision,
+    budget). Context-free: the prompt sent holds the system instruction and the question and
+    nothing else (no session tail, story or vault, no recalled claim, no working state or
+    memory), uncut. A question asked under another key is asked under other conditions."""
+    sent = {part for part, tokens in working_set.part_tokens.items() if tokens}
+    if working_set.truncated or working_set.recalled_claim_ids or sent - _CONTEXT_FREE_PARTS:
+        return None
+    return content_hash(
+        {
+            "ask_context": {
+                "model": model,
+                "system": DEFAULT_SYSTEM if system is None else system,
+                "agent": turn.agent or DEFAULT_AGENT,
+                "repository": turn.repository,
+                "revision": turn.revision,
+                "budget": budget.key() if isinstance(budget, Budgets) else budget,
+            }
         }
     )
 
@@ -215,10 +262,11 @@ async def ensure_mouth(
         )
 
     working_set = await prompt() if keyed else None
-    key = None
+    key = context = None
     if keyed:
         assert model is not None and working_set is not None
         key = await repeat_key(store, turn, model, budget, working_set, system)
+        context = context_key(turn, model, budget, working_set, system)
     if cache is not None and not cache.serve:
         decision = Decision(outcome="miss", reason="no_cache")
     else:
@@ -235,19 +283,19 @@ async def ensure_mouth(
             kept = None  # "what failed today?" kept yesterday answers another day's question
         if kept is not None:
             decision = Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
-            receipt = finish(
-                outcome="hit", reason="exact_repeat", status="hit", model=None,
-                inference_avoided=True, inference_attempted=False, session_id=session_id,
-                answer=kept.answer, served_from=kept.receipt_id, avoided_cost_usd=kept.cost_usd,
-            )  # fmt: skip
-            await _record(store, receipt, session_id, turn, kept.answer)
-            kept_from = KeptFrom(
-                receipt_id=kept.receipt_id, model=kept.model, kept_at=kept.created_at
-            )
-            return TurnResult(
-                answer=kept.answer, decision=decision, receipt=receipt, kept_from=kept_from
-            )
+            return await _serve_kept(store, turn, kept, decision, finish, session_id)
         decision = await query_first(store, turn)
+        if not decision.hit and context is not None and cache is not None and cache.paraphrase:
+            # No claim answers it: a paid answer to a reworded form of it, asked under the
+            # same context, may, when the gate accepts its question as it would a claim's.
+            found = context
+            reused, kept = await store.run_sync(
+                lambda sync: reuse_kept_sync(
+                    sync, turn, ASK_NAMESPACE, found, max_age=cache.max_age
+                )
+            )
+            if kept is not None:
+                return await _serve_kept(store, turn, kept, reused, finish, session_id)
     if decision.hit:
         assert decision.answer is not None
         # The paid call the claim was promoted from prices what this hit saved (None: a
@@ -262,7 +310,7 @@ async def ensure_mouth(
             inference_avoided=True, inference_attempted=False, session_id=session_id,
             claim_id=decision.claim_id, answer=decision.answer,
             served_from=origin.receipt_id if origin else None,
-            avoided_cost_usd=origin.cost_usd if origin else None,
+            avoided_cost_usd=origin.cost_usd if origin else None, source="claim",
         )  # fmt: skip
         await _record(store, receipt, session_id, turn, decision.answer)
         return TurnResult(answer=decision.answer, decision=decision, receipt=receipt)
@@ -301,10 +349,17 @@ async def ensure_mouth(
     )  # fmt: skip
     kept_answer = None
     if key is not None and cache is not None and cache.keep and _finished(reply):
+        # A context-free question keeps its words too, for the reworded questions to come.
+        kept_prompt = (
+            KeptPrompt(turn.text, context)
+            if context is not None and len(turn.text) <= MAX_TURN_CHARS
+            else None
+        )
         kept_answer = KeptAnswer(
             owner=turn.owner, namespace=ASK_NAMESPACE, request_hash=key, receipt_id=receipt.id,
             model=receipt.model, answer=reply.text, created_at=started,
             expires_at=started + timedelta(seconds=cache.ttl) if cache.ttl is not None else None,
+            prompt=kept_prompt,
         )  # fmt: skip
     # The receipt, the session's messages, the kept answer and the recalls in one
     # transaction: a kept answer never exists without the receipt of the call that paid for it.
@@ -326,6 +381,28 @@ def _finished(reply: ChatReply) -> bool:
     return bool(reply.text) and reply.finish_reason == "stop"
 
 
+async def _serve_kept(
+    store: StaffStore,
+    turn: Turn,
+    kept: KeptAnswer,
+    decision: Decision,
+    finish: Callable[..., Receipt],
+    session_id: str | None,
+) -> TurnResult:
+    """Serve a kept answer (an exact repeat, or a reworded question the gate accepted): a
+    zero-call receipt naming the paid receipt it reuses and what that call cost."""
+    receipt = finish(
+        outcome="hit", reason=decision.reason, status="hit", model=None,
+        inference_avoided=True, inference_attempted=False, session_id=session_id,
+        answer=kept.answer, served_from=kept.receipt_id, avoided_cost_usd=kept.cost_usd,
+        source="kept_answer",
+    )  # fmt: skip
+    await _record(store, receipt, session_id, turn, kept.answer)
+    kept_from = KeptFrom(receipt_id=kept.receipt_id, model=kept.model, kept_at=kept.created_at)
+    hit = decision.model_copy(update={"answer": kept.answer})
+    return TurnResult(answer=kept.answer, decision=hit, receipt=receipt, kept_from=kept_from)
+
+
 async def _record(
     store: StaffStore, receipt: Receipt, session_id: str | None, turn: Turn, answer: str
 ) -> None:
@@ -342,6 +419,7 @@ __all__ = [
     "CachePolicy",
     "ChatFn",
     "TurnFailed",
+    "context_key",
     "ensure_mouth",
     "new_receipt_id",
     "repeat_key",

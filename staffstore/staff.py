@@ -148,20 +148,26 @@ class Staff:
         no_cache: bool = False,
         ttl: float | None = None,
         max_age: float | None = None,
+        no_paraphrase: bool = False,
     ) -> TurnResult:
         """Answer a question as `staffstore ask` does: a kept answer to the same question,
-        else a claim, else one model call, whose finished answer is kept; always a receipt.
+        else a claim, else a kept answer to a reworded form of it (a context-free question
+        only), else one model call, whose finished answer is kept; always a receipt.
 
         `refresh` asks the model whatever is stored and keeps the new answer; `no_cache`
         neither serves from the store nor keeps; `ttl` and `max_age` (seconds) bound how long
-        a kept answer serves. `result.source` says where the answer came from. A failed call
-        is a result with `answer` None and the error in `result.receipt`, not an exception.
+        a kept answer serves; `no_paraphrase` serves kept answers to exact repeats only.
+        `result.source` says where the answer came from. A failed call is a result with
+        `answer` None and the error in `result.receipt`, not an exception.
         """
         turn = Turn(
             owner=owner, text=text, session=session, agent=agent, repository=repository,
             revision=revision, gate_budget=gate_budget,
         )  # fmt: skip
-        cache = CachePolicy.from_flags(refresh=refresh, no_cache=no_cache, ttl=ttl, max_age=max_age)
+        cache = CachePolicy.from_flags(
+            refresh=refresh, no_cache=no_cache, ttl=ttl, max_age=max_age,
+            no_paraphrase=no_paraphrase,
+        )  # fmt: skip
         return self._run(
             ensure_mouth(
                 self._store, turn, self._chat, model=self.model, budget=self.budget, cache=cache

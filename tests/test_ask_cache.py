@@ -134,10 +134,25 @@ def test_another_session_is_not_an_exact_repeat(
     ask: Ask, upstream: tuple[FakeOpenRouter, str]
 ) -> None:
     fake, _ = upstream
-    ok(ask("--session", "standup", QUESTION))
-    ok(ask("--session", "retro", QUESTION))
-    ok(ask("--session", "standup", QUESTION))
+    # Exact repeats only: the first question of a session carries no context, so a reworded
+    # (here: the same) question in another session may reuse it (the test below).
+    ok(ask("--session", "standup", "--no-paraphrase", QUESTION))
+    ok(ask("--session", "retro", "--no-paraphrase", QUESTION))
+    ok(ask("--session", "standup", "--no-paraphrase", QUESTION))
     assert len(fake.chat_requests) == 2
+
+
+def test_a_context_free_question_is_reused_in_another_session(
+    ask: Ask, upstream: tuple[FakeOpenRouter, str]
+) -> None:
+    fake, _ = upstream
+    ok(ask("--session", "standup", QUESTION))
+    reused = ok(ask("--session", "retro", QUESTION.lower().rstrip("?")))
+    assert len(fake.chat_requests) == 1
+    assert reused.stderr.startswith("from a kept answer") and "paraphrase" in reused.stderr
+    ok(ask("--session", "retro", "Is the ledger replay deterministic?"))  # now with history
+    later = ok(ask("--session", "retro", QUESTION))
+    assert len(fake.chat_requests) == 3 and later.stderr.startswith("from the model")
 
 
 def test_no_cache_neither_serves_nor_keeps(

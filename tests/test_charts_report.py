@@ -217,14 +217,14 @@ def test_cli_replay_all_writes_a_pairs_ledger_for_each_pairs_file(tmp_path: Path
     env = {"STAFFSTORE_EVAL_DATA": str(tmp_path / "eval")}
     result = ok(CliRunner().invoke(app, args, env=env))
     assert sorted(path.name for path in out.glob("*-ledger.json")) == [
-        "hostile-ledger.json", "jobs-ledger.json", "long-session-ledger.json",
-        "pairs-tiny-ledger.json", "single-ledger.json", "wakeups-ledger.json",
-        "workday-ledger.json", "workflow-runs-ledger.json",
+        "hostile-ledger.json", "jobs-ledger.json", "kept-paraphrase-ledger.json",
+        "long-session-ledger.json", "pairs-tiny-ledger.json", "single-ledger.json",
+        "wakeups-ledger.json", "workday-ledger.json", "workflow-runs-ledger.json",
     ]  # fmt: skip
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
         "NAME", "single", "workday,", "hostile", "NAME", "jobs", "NAME", "wakeups",
         "NAME", "workflow-runs", "workflow-runs", "NAME", "workflow-runs", "REPLAY",
-        "long-session", "FILE", "tiny.jsonl", "tiny.jsonl",
+        "long-session", "REPLAY", "kept-paraphrase", "FILE", "tiny.jsonl", "tiny.jsonl",
     ]  # fmt: skip
 
 

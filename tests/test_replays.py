@@ -17,6 +17,7 @@ from staffstore.errors import InputError
 from staffstore.replays import REPLAYS, run_all, run_replay
 from staffstore.replays.harness import SUMMARY_FIELDS
 from staffstore.replays.memory_report import MEMORY_REPLAYS
+from staffstore.replays.paraphrase_report import PARAPHRASE_REPLAYS
 from staffstore.replays.pool import findings
 from staffstore.replays.report import JOB_REPLAYS, STATE_REPLAYS
 from staffstore.replays.session_report import SESSION_REPLAYS
@@ -26,8 +27,16 @@ NAMES = sorted(REPLAYS)
 #: The replays of turns (the jobs replay counts dispatches: see test_jobs_replay.py; the
 #: wakeups replay counts wake-ups: see test_wakeups_replay.py; the workflow-runs replay counts
 #: runs: see test_workflow_runs_replay.py; the long-session replay judges prompts: see
-#: test_long_session.py).
-TURN_NAMES = sorted(set(REPLAYS) - JOB_REPLAYS - STATE_REPLAYS - MEMORY_REPLAYS - SESSION_REPLAYS)
+#: test_long_session.py; the kept-paraphrase replay reuses paid answers: see
+#: test_kept_paraphrase.py).
+TURN_NAMES = sorted(
+    set(REPLAYS)
+    - JOB_REPLAYS
+    - STATE_REPLAYS
+    - MEMORY_REPLAYS
+    - SESSION_REPLAYS
+    - PARAPHRASE_REPLAYS
+)
 
 
 @pytest.fixture(scope="module")

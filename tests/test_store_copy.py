@@ -28,6 +28,7 @@ from staffstore.state import AgentState, Scope, WorkingState
 from staffstore.store import StaffStore
 from staffstore.store.copy import ALL_TABLES, TABLES, copy_store
 from staffstore.store.database import Database
+from staffstore.store.kept_prompts import KeptPrompt
 from staffstore.store.memory_tables import (
     DigestRow,
     LessonRow,
@@ -130,6 +131,7 @@ async def fill(store: StaffStore) -> None:
     kept = KeptAnswer(
         owner="acme", namespace="", request_hash="hash-4", receipt_id="rcpt_4",
         model="fake/one", answer="kept answer", created_at=MOMENT,
+        prompt=KeptPrompt("Which port does the replay use?", "context-1"),
     )  # fmt: skip
     await store.record_turns(
         [TurnRecord(_receipt(4), session_name="standup",

@@ -32,6 +32,12 @@ from ..replays.memory_report import (
     step_rows,
 )
 from ..replays.pairs import default_ledger_path, run_pairs
+from ..replays.paraphrase_report import (
+    PARAPHRASE_FIELDS,
+    PARAPHRASE_REPLAYS,
+    ParaphraseLedger,
+    paraphrase_row,
+)
 from ..replays.report import (
     JOB_REPLAYS,
     JOBS_COLUMNS,
@@ -96,7 +102,7 @@ def note(text: str) -> None:
 def _print_replays(ledgers: list[dict[str, Any]]) -> None:
     """One line a replay: its main summary, under the ledger's own field names (the jobs
     replay, which counts dispatches and not turns, in a table of its own)."""
-    others = JOB_REPLAYS | STATE_REPLAYS | MEMORY_REPLAYS | SESSION_REPLAYS
+    others = JOB_REPLAYS | STATE_REPLAYS | MEMORY_REPLAYS | SESSION_REPLAYS | PARAPHRASE_REPLAYS
     parsed = [ReplayLedger.model_validate(raw) for raw in ledgers if raw["name"] not in others]
     print_table(
         [field.upper() for _, field in REPLAY_COLUMNS],
@@ -117,6 +123,10 @@ def _print_replays(ledgers: list[dict[str, Any]]) -> None:
         SessionLedger.model_validate(raw) for raw in ledgers if raw["name"] in SESSION_REPLAYS
     ]
     print_table(SESSION_FIELDS, [session_row(ledger) for ledger in sessions])
+    reuse = [
+        ParaphraseLedger.model_validate(raw) for raw in ledgers if raw["name"] in PARAPHRASE_REPLAYS
+    ]
+    print_table(PARAPHRASE_FIELDS, [paraphrase_row(ledger)[:8] for ledger in reuse])
 
 
 def _print_pairs(ledgers: list[dict[str, Any]]) -> None:

@@ -231,9 +231,11 @@ def answer_source(result: TurnResult, now: datetime) -> str:
     """One line saying where an answer came from: a claim, a kept answer, or the model."""
     receipt, decision, kept = result.receipt, result.decision, result.kept_from
     if kept is not None:
+        # An exact repeat, or a reworded question the gate accepted (exact or paraphrase).
+        how = "" if decision.reason == "exact_repeat" else f"{decision.reason}; "
         return (
             f"from a kept answer (receipt {kept.receipt_id}, {_ago(kept.kept_at, now)}; "
-            "no model call)"
+            f"{how}no model call)"
         )
     if decision.hit:
         how = (
@@ -401,6 +403,14 @@ def ask(
             help="Serve a repeat only from an answer kept at most this many seconds ago.",
         ),
     ] = None,
+    no_paraphrase: Annotated[
+        bool,
+        typer.Option(
+            "--no-paraphrase",
+            help="Serve a kept answer only to the exact same question, never to a reworded "
+            'one (the proxy\'s "no-paraphrase"); the new answer is still kept.',
+        ),
+    ] = False,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -410,11 +420,15 @@ def ask(
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question: from a kept answer to the same question, else from a stored claim,
-    else by asking the model.
+    else from a kept answer to a reworded form of it, else by asking the model.
 
     The model is asked only on a miss, with the key in $OPENROUTER_API_KEY; its answer is kept,
     so the exact same question (same owner, model, session, agent, repository, revision and
-    working state) is answered again without a call. Standard output is the answer alone;
+    working state) is answered again without a call. A question asked with nothing but the
+    system instruction in its prompt (no session history, no recalled claim, no working state)
+    keeps its words too, and a reworded question asked the same way is served that answer when
+    the gate accepts it (reason exact or paraphrase; --no-paraphrase turns that off). Standard
+    output is the answer alone;
     standard error says where it came from. Every turn writes a receipt, failed ones included
     (see `staffstore receipts`). With --stream the answer is printed as the model writes it;
     the receipt is written all the same, and a stream cut short is a failed call.
@@ -460,7 +474,9 @@ def ask(
                 store, turn, call, model=model, budget=prompt_budget, cache=cache, system=system
             )
 
-    cache = CachePolicy.from_flags(refresh=refresh, no_cache=no_cache, ttl=ttl, max_age=max_age)
+    cache = CachePolicy.from_flags(
+        refresh=refresh, no_cache=no_cache, ttl=ttl, max_age=max_age, no_paraphrase=no_paraphrase
+    )
     try:
         result = run(work())
     finally:

@@ -1,7 +1,10 @@
 """The OpenAI-compatible HTTP front: answer chat completions from the store before paying upstream.
 
 A chat request asks the store first: an exact repeat of a request the owner already paid for,
-then the owner's verified claims (query_first). A hit answers at once with zero usage; a miss
+then the owner's verified claims (query_first), then, for a context-free request (one user
+message under the same model, system prompt and parameters), the answers the owner paid for
+to reworded forms of it, judged by the same gate (gate/kept_reuse.py). A hit answers at once
+with zero usage and says where its answer came from (X-Staffstore-Source); a miss
 goes upstream, as sent or as the bounded working set, and streams back as it arrives. Every
 chat request from a known owner leaves a receipt, hit or miss, success or failure.
 
@@ -65,7 +68,8 @@ from ..errors import (
     UpstreamTimeoutError,
     UpstreamUnreachableError,
 )
-from ..gate import query_first_sync, warm_up
+from ..gate import query_first_sync, reuse_kept_sync, warm_up
+from ..gate.query_first import MAX_TURN_CHARS
 from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from ..mouth import new_receipt_id
@@ -74,6 +78,7 @@ from ..state.secrets import Scrubber
 from ..state.working import working_state_section
 from ..store import StaffStore
 from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
+from ..store.kept_prompts import KeptPrompt
 from ..store.promote import promote_receipt
 from ..store.retention import retention_cutoff
 from ..store.sync_store import KeptAnswer, PaidOrigin, SyncStore, TurnRecord
@@ -124,6 +129,8 @@ H_REASON = "x-staffstore-reason"
 H_RECEIPT = "x-staffstore-receipt"
 H_CLAIM = "x-staffstore-claim"
 H_KEPT_FROM = "x-staffstore-kept-from"
+#: On a hit, where its answer came from: "claim" or "kept_answer" (Receipt.source).
+H_SOURCE = "x-staffstore-source"
 H_SESSION = "x-staffstore-session"
 H_OWNER = "x-staffstore-owner"
 H_WORKING_SET = "x-staffstore-working-set"
@@ -531,8 +538,9 @@ class Proxy:
         # The lookups and the claim in one trip to the store's thread: this is on every
         # request's path.
         budget, lock_timeout = self.config.gate_budget, self.store.lock_timeout
+        reuse = self.config.paraphrase_reuse
         return await self.store.run_sync(
-            lambda store: _answer_or_claim(store, owner, chat, budget, lease, lock_timeout)
+            lambda store: _answer_or_claim(store, owner, chat, budget, lease, lock_timeout, reuse)
         )
 
     async def _wait_for_answer(
@@ -559,14 +567,16 @@ class Proxy:
         origin: PaidOrigin | None,
     ) -> Response:
         answer = decision.answer or ""
+        source = "kept_answer" if kept is not None else "claim"
         receipt = turn.receipt(
             outcome="hit", reason=decision.reason, status="hit", inference_avoided=True,
             inference_attempted=False, claim_id=decision.claim_id, answer=answer,
             served_from=origin.receipt_id if origin else None,
-            avoided_cost_usd=origin.cost_usd if origin else None,
+            avoided_cost_usd=origin.cost_usd if origin else None, source=source,
         )  # fmt: skip
         await self._record(turn, receipt, turn.exchange(answer))
         headers = self._turn_headers(turn, "hit", decision.reason)
+        headers[H_SOURCE] = source
         if decision.claim_id is not None:
             headers[H_CLAIM] = decision.claim_id
         if kept is not None:
@@ -576,6 +586,15 @@ class Proxy:
             events = completion_events(answer, model, include_usage=chat.include_usage)
             return Response(events, media_type="text/event-stream", headers=headers)
         return JSONResponse(completion_body(answer, model), headers=headers)
+
+    def _with_prompt(self, chat: ChatRequest, kept: KeptAnswer | None) -> KeptAnswer | None:
+        """The kept answer with its prompt, when a reworded question may reuse it: the
+        request was context-free and paraphrase reuse is on (the gate reads no longer turn)."""
+        if kept is None or not self.config.paraphrase_reuse or chat.context_key is None:
+            return kept
+        if chat.turn is None or len(chat.turn) > MAX_TURN_CHARS:
+            return kept
+        return replace(kept, prompt=KeptPrompt(chat.turn, chat.context_key))
 
     def _prompt_budget(self, chat: ChatRequest) -> int | Budgets:
         """The bounded working set's budget for this request, or WireError (400)."""
@@ -630,6 +649,7 @@ class Proxy:
         choices = payload.get("choices")
         single = isinstance(choices, list) and len(choices) == 1
         kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
+        kept = self._with_prompt(chat, kept)
         await self._record(turn, receipt, turn.exchange(reply.text), kept)
         headers = self._turn_headers(turn, "miss", decision.reason, mode)
         # The payload is the provider's: rendered so that what it holds cannot fail it.
@@ -669,6 +689,7 @@ class Proxy:
             if result.end == "done":
                 receipt = turn.receipt(status="ok", answer=reply.text, **fields)
                 kept = _keepable(turn, chat, receipt, reply.text, reply.finish_reason, single)
+                kept = self._with_prompt(chat, kept)
                 await self._record(turn, receipt, turn.exchange(reply.text), kept)
                 return None
             error = result.error
@@ -906,10 +927,11 @@ def _answer_or_claim(
     gate_budget: float | None,
     lease: CallLease | None,
     lock_timeout: float,
+    paraphrase_reuse: bool = True,
 ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None, Standing | None]:
     """_look_up's work, on the store's thread: the store's answer, else (with a lease) the
     claim on the call, which may find an answer kept meanwhile."""
-    decision, kept, origin = _answer_from_store(store, owner, chat, gate_budget)
+    decision, kept, origin = _answer_from_store(store, owner, chat, gate_budget, paraphrase_reuse)
     if decision.hit or lease is None:
         return decision, kept, origin, None
     standing = claim(store, lease, chat, lock_timeout)
@@ -922,19 +944,39 @@ def _exact_repeat(kept: KeptAnswer) -> Decision:
     return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
 
 
+#: Misses of the claims' gate after which the kept answers are not read: the same turn would
+#: miss among them for the same reason.
+_NO_REUSE_AFTER = frozenset({"empty", "too_long", "follow_up"})
+
+
 def _answer_from_store(
-    store: SyncStore, owner: str, chat: ChatRequest, gate_budget: float | None = None
+    store: SyncStore,
+    owner: str,
+    chat: ChatRequest,
+    gate_budget: float | None = None,
+    paraphrase_reuse: bool = True,
 ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
-    """A kept answer, else the gate's decision; on a hit, the paid call whose answer it
-    serves (its cost prices what the hit saved)."""
+    """A kept answer, else the gate's decision over the claims, else (a context-free request)
+    over the kept answers asked under its context; on a hit, the paid call whose answer it
+    serves (its cost prices what the hit saved). A miss keeps the claims' reason."""
     kept = kept_answer_for(store, owner, chat)
     if kept is not None:
         return _exact_repeat(kept), kept, kept.origin
     if chat.claims_refused is not None or chat.turn is None:
         return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None, None
-    decision = query_first_sync(store, Turn(owner=owner, text=chat.turn, gate_budget=gate_budget))
+    turn = Turn(owner=owner, text=chat.turn, gate_budget=gate_budget)
+    decision = query_first_sync(store, turn)
     if decision.hit and decision.claim_id is not None:
         return decision, None, store.claim_origin(owner, decision.claim_id)
+    reusable = chat.context_key is not None and not chat.controls.no_paraphrase
+    if paraphrase_reuse and reusable and decision.reason not in _NO_REUSE_AFTER:
+        assert chat.context_key is not None
+        controls = chat.controls
+        reused, found = reuse_kept_sync(
+            store, turn, controls.namespace, chat.context_key, max_age=controls.max_age
+        )
+        if found is not None:
+            return reused, found, found.origin
     return decision, None, None
 
 

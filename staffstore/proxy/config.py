@@ -36,6 +36,7 @@ A config file (every setting optional; flags win over it):
     state_key_env = "STAFFSTORE_STATE_KEY"    # the variable agent state's HMAC key is read from
     handoff_max_bytes = 16384                 # the cap of a structured working-state handoff
     kept_retention_days = 30                  # kept answers older are deleted at startup
+    paraphrase_reuse = true                   # false: kept answers serve exact repeats only
 
     [serve.quotas]                            # owner by owner, over quota_bytes
     alice = 2147483648
@@ -192,6 +193,9 @@ class ServeConfig:
     #: Days a kept answer is kept: older ones (and expired ones) are deleted when the server
     #: starts (`staffstore kept prune` does it at any time); None keeps them.
     kept_retention_days: float | None = None
+    #: Whether a kept answer may serve a reworded context-free question the gate accepts
+    #: (gate/kept_reuse.py); off, kept answers serve exact repeats only and no prompt is kept.
+    paraphrase_reuse: bool = True
 
     def prompt_budget(
         self, role: str | None = None, parts: Mapping[str, int] | None = None
@@ -217,7 +221,7 @@ _FILE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "lock_timeout": (int, float), "max_backlog": int, "quota_bytes": int, "quotas": dict,
     "jobs": dict, "role": str, "budgets": dict,
     "state_key_env": str, "handoff_max_bytes": int, "default_model": str,
-    "kept_retention_days": (int, float), "secret_env": list,
+    "kept_retention_days": (int, float), "secret_env": list, "paraphrase_reuse": bool,
 }  # fmt: skip
 #: The settings a [serve] table may hold, by name (docs/config.md documents each).
 FILE_SETTINGS: frozenset[str] = frozenset(_FILE_FIELDS)
@@ -337,6 +341,7 @@ def build_config(
     default_model: str | None = None,
     upstream_key_env: str | None = None,
     kept_retention_days: float | None = None,
+    paraphrase_reuse: bool | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServeConfig:
     """Merge flags (any argument not None) over the config file over the defaults.
@@ -415,6 +420,7 @@ def build_config(
         default_model=pick(default_model, "default_model", DEFAULTS.default_model) or None,
         kept_retention_days=pick(kept_retention_days, "kept_retention_days", None),
         secret_env=_secret_env(table.get("secret_env", [])),
+        paraphrase_reuse=pick(paraphrase_reuse, "paraphrase_reuse", DEFAULTS.paraphrase_reuse),
     )
     _check(config)
     return config

@@ -67,10 +67,12 @@ class WireError(Exception):
 
 @dataclass(frozen=True)
 class CacheControls:
-    """LiteLLM's per-request `cache` object: skip the lookup, store nothing, where, how old."""
+    """LiteLLM's per-request `cache` object: skip the lookup, store nothing, where, how old;
+    and staffstore's own `no-paraphrase`: serve no kept answer for a reworded question."""
 
     no_cache: bool = False
     no_store: bool = False
+    no_paraphrase: bool = False
     namespace: str = ""
     max_age: float | None = None  # "s-maxage": the oldest kept answer to accept, in seconds
     ttl: float | None = None  # how long a kept answer may serve, in seconds
@@ -104,6 +106,9 @@ class ChatRequest:
     part_budgets: dict[str, int] | None = None
     #: The session's new story (`staffstore.story`), written before the turn is answered.
     story: str | None = None
+    #: For a context-free request (see context_key), the hash of everything in it that
+    #: changes the answer besides its one user message; None for any other request.
+    context_key: str | None = None
 
 
 def read_chat_request(
@@ -215,6 +220,7 @@ def read_chat_request(
         role=role,
         part_budgets=part_budgets,
         story=story,
+        context_key=context_key(body, messages, mode),
     )
 
 
@@ -238,13 +244,18 @@ def read_json(raw: bytes) -> Any:
     return value
 
 
+#: The `cache` controls that are booleans.
+_FLAGS = ("no-cache", "no-store", "no-paraphrase")
+
+
 def read_cache_controls(value: Any) -> CacheControls:
-    """Read LiteLLM's `cache` object: no-cache, no-store, namespace, s-maxage, ttl."""
+    """Read LiteLLM's `cache` object: no-cache, no-store, namespace, s-maxage, ttl (and
+    staffstore's no-paraphrase)."""
     given = _object(value, "cache")
-    unknown = sorted(set(given) - {"no-cache", "no-store", "namespace", "s-maxage", "ttl"})
+    unknown = sorted(set(given) - {*_FLAGS, "namespace", "s-maxage", "ttl"})
     if unknown:
         raise WireError(400, f"unknown cache control(s): {', '.join(unknown)}", param="cache")
-    for flag in ("no-cache", "no-store"):
+    for flag in _FLAGS:
         if not isinstance(given.get(flag, False), bool):
             raise WireError(400, f"cache.{flag} must be a boolean", param=f"cache.{flag}")
     namespace = given.get("namespace", "")
@@ -253,10 +264,34 @@ def read_cache_controls(value: Any) -> CacheControls:
     return CacheControls(
         no_cache=given.get("no-cache", False),
         no_store=given.get("no-store", False),
+        no_paraphrase=given.get("no-paraphrase", False),
         namespace=namespace,
         max_age=_seconds(given.get("s-maxage"), "s-maxage"),
         ttl=_seconds(given.get("ttl"), "ttl"),
     )
+
+
+def context_key(body: dict[str, Any], messages: list[Any], mode: WorkingSetMode) -> str | None:
+    """The context key of a context-free request, else None.
+
+    Context-free: one user message of text, perhaps after system or developer messages of
+    text, and no other message; a request claims may answer (no tools, response format or
+    several choices); forwarded as sent (a bounded working set carries the session, its story
+    and the agent's working state, so its prompt is never context-free). The key hashes every
+    body field but the messages and the transport and cache fields (model, temperature, top_p,
+    seed, max_tokens, user, ...), the system messages as sent, and the user message's fields
+    other than its text: a prompt asked under another key is asked under other conditions.
+    """
+    if mode != "forward" or _claims_refused(body, messages) is not None:
+        return None
+    *before, last = messages
+    if any(m.get("role") not in ("system", "developer") for m in before):
+        return None
+    if any(message_text(m.get("content")) is None for m in before):
+        return None
+    fields = {k: v for k, v in body.items() if k not in _TRANSPORT_FIELDS and k != "messages"}
+    user = {k: v for k, v in last.items() if k != "content"}
+    return content_hash({"context_free": {"fields": fields, "system": before, "user": user}})
 
 
 def derived_session(messages: list[Any]) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..gate.scoring import GateModel
+from .paraphrase_report import paraphrase_budget_table
 from .report import (
     DevBudget,
     DevLedger,
@@ -531,6 +532,21 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         name = row.name + (" (stale: other thresholds)" if row.stale else "")
         table_rows.append([name, row.split, row.mode, *cells])
     lines += _table(headers, table_rows, "lll" + "r" * len(budgets))
+    for reuse in ledgers.paraphrase.values():
+        reuse_headers, reuse_rows = paraphrase_budget_table(reuse)
+        lines += [
+            "",
+            "**Reuse of paid answers** (the kept-paraphrase replay, "
+            f"`{reuse.name}-ledger.json`): the same gate, budgets and thresholds over kept "
+            "answers instead of claims. workday_dev's claims' questions are paid for and kept, "
+            "then its turns asked as new context-free questions; each cell: paraphrases served "
+            "their own kept answer / false hits (any kept answer served to a near miss or an "
+            "unrelated turn, or another's to a paraphrase) of all turns. Conversation turns "
+            f"served a kept answer: {reuse.summary.conversation_turns_served} of "
+            f"{reuse.summary.conversation_turns}.",
+            "",
+            *_table(reuse_headers, reuse_rows, "l" + "r" * (len(reuse_headers) - 1)),
+        ]
     lines += ["", *_provenance(ledgers)]
     if ledgers.dev is not None:
         lines += ["", *_dev_styles(ledgers.dev)]

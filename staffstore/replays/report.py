@@ -28,6 +28,14 @@ from .memory_report import (
     run_row,
     step_rows,
 )
+from .paraphrase_report import (
+    PARAPHRASE_HEADINGS,
+    PARAPHRASE_REPLAYS,
+    ParaphraseLedger,
+    paraphrase_budget_table,
+    paraphrase_explanation,
+    paraphrase_row,
+)
 from .session_report import (
     SESSION_HEADINGS,
     SESSION_REPLAYS,
@@ -285,6 +293,8 @@ class Ledgers:
     workday: list[DevLedger] = field(default_factory=list)
     #: The long-session replay's ledger, by name (see session_report.SESSION_REPLAYS).
     sessions: dict[str, SessionLedger] = field(default_factory=dict)
+    #: The kept-paraphrase replay's ledger, by name (paraphrase_report.PARAPHRASE_REPLAYS).
+    paraphrase: dict[str, ParaphraseLedger] = field(default_factory=dict)
 
 
 def read_ledger(path: Path, model: type[LedgerT]) -> LedgerT:
@@ -319,6 +329,8 @@ def read_ledgers(folder: Path) -> Ledgers:
             found.memory[name] = read_ledger(path, WorkflowRunsLedger)
         elif path.exists() and name in SESSION_REPLAYS:
             found.sessions[name] = read_ledger(path, SessionLedger)
+        elif path.exists() and name in PARAPHRASE_REPLAYS:
+            found.paraphrase[name] = read_ledger(path, ParaphraseLedger)
         elif path.exists():
             found.replays[name] = read_ledger(path, ReplayLedger)
         else:
@@ -336,7 +348,7 @@ def read_ledgers(folder: Path) -> Ledgers:
                 raise InputError(f"cannot read {path}: {error}") from None
     nothing = not (
         found.replays or found.pairs or found.jobs or found.wakeups or found.memory
-        or found.workday
+        or found.workday or found.paraphrase
     )  # fmt: skip
     if nothing and found.dev is None:
         raise InputError(f"no ledgers in {folder} (run `staffstore replay all` first)")
@@ -746,6 +758,17 @@ def results_markdown(
             *_table(SESSION_HEADINGS, "l" + "r" * (len(SESSION_HEADINGS) - 1),
                     [session_row(session)]),
             "", session_explanation(session),
+        ]  # fmt: skip
+    for reuse in ledgers.paraphrase.values():
+        headers, budget_rows = paraphrase_budget_table(reuse)
+        lines += [
+            "", "### Kept-paraphrase replay (reuse of paid answers)", "",
+            *_table(PARAPHRASE_HEADINGS, "l" + "r" * (len(PARAPHRASE_HEADINGS) - 1),
+                    [paraphrase_row(reuse)]),
+            "", paraphrase_explanation(reuse), "",
+            "Paraphrase recall (served own kept answer / paraphrases) / false hits (/ turns) by "
+            "split and error budget, from the same ledger:", "",
+            *_table(headers, "l" + "r" * (len(headers) - 1), budget_rows),
         ]  # fmt: skip
     if ledgers.pairs:
         lines += [

@@ -14,7 +14,16 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import Progress
-from . import hostile, jobs, long_session, single, wakeups, workday, workflow_runs
+from . import (
+    hostile,
+    jobs,
+    kept_paraphrase,
+    long_session,
+    single,
+    wakeups,
+    workday,
+    workflow_runs,
+)
 from .harness import ReplayOutput, StoreFor, write_json
 
 ReplayFn = Callable[[Path, int, bool, StoreFor | None], Awaitable[ReplayOutput]]
@@ -27,6 +36,7 @@ REPLAYS: dict[str, ReplayFn] = {
     "wakeups": wakeups.play,
     "workflow-runs": workflow_runs.play,
     "long-session": long_session.play,
+    "kept-paraphrase": kept_paraphrase.play,
 }
 
 

@@ -6,7 +6,8 @@ rows (a copy never merges two stores), then copies table by table in an order th
 allow, each table's rows in the order they were inserted, a batch per write transaction. What
 a database makes for itself is made again rather than copied: identity columns (numbered anew
 in the same order, so every listing and the gate's tie-breaks keep their order), PostgreSQL's
-search tokens, SQLite's FTS5 index (by trigger) and the term counts. Last, every table is
+search tokens and doclists (the claims', the session vault's, the kept prompts'), SQLite's
+FTS5 indexes (by trigger) and the term counts. Last, every table is
 counted on both sides, and a difference is an error naming the table.
 
 The copy is one-shot, not live: a write made to the source while it runs may be missed (or
@@ -23,12 +24,12 @@ from typing import Any
 
 from ..errors import InputError, StoreError
 from ..models import Progress
+from . import kept_prompts, vault_tables
 from .async_store import StaffStore
 from .database import Database
 from .location import StoreLocation, parse_location
 from .migrations_postgres import SCHEMA_SETTING
 from .sync_store import SyncStore
-from .vault_tables import DERIVED_PREFIX, DERIVED_TABLES
 
 #: Rows a batch: one read of the source, one executemany in one write transaction on the target.
 BATCH_SIZE = 1_000
@@ -58,6 +59,8 @@ TABLES: tuple[_Table, ...] = (
     _Table("artifacts", ("owner", "id")),
     _Table("receipts", ("id",), identity="rowid"),
     _Table("kept_answers", ("owner", "namespace", "request_hash")),
+    # Plain rows (their index is rebuilt: SQLite's by trigger, PostgreSQL's doclists below).
+    _Table("kept_prompts", ("id",), identity="id"),
     _Table("claim_origins", ("claim_id",)),
     _Table("working_state", ("owner", "agent", "key"), rowid=False),
     _Table("working_state_events", ("id",), identity="id"),
@@ -78,6 +81,10 @@ TABLES: tuple[_Table, ...] = (
 )
 #: Copied as settings (PostgreSQL's own schema version excepted) and rebuilt from the claims.
 SETTINGS, TERM_COUNTS = "store_settings", "term_counts"
+#: Indexes made from other tables' rows: SQLite's FTS5 tables (and their shadow tables) by
+#: the prefix of their names, PostgreSQL's doclists by name. Rebuilt on the target, never copied.
+_DERIVED_PREFIXES = ("claims_fts", vault_tables.DERIVED_PREFIX, kept_prompts.DERIVED_PREFIX)
+_DERIVED_TABLES = ("claim_terms", *vault_tables.DERIVED_TABLES, *kept_prompts.DERIVED_TABLES)
 #: Every table the copy fills, in the order reports list them.
 ALL_TABLES: tuple[str, ...] = (SETTINGS, *(t.name for t in TABLES), TERM_COUNTS)
 #: Not copied: the leases of calls being paid for right now, held by the source's running
@@ -208,7 +215,7 @@ def _schema(db: Database) -> tuple[str, dict[str, list[str]], tuple[str, ...]]:
             str(row[0])
             for row in db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
             # SQLite's own tables, and the FTS5 index with its shadow tables (by trigger).
-            if not str(row[0]).startswith(("sqlite_", "claims_fts", DERIVED_PREFIX))
+            if not str(row[0]).startswith(("sqlite_", *_DERIVED_PREFIXES))
         ]
         columns = {
             name: [
@@ -222,9 +229,10 @@ def _schema(db: Database) -> tuple[str, dict[str, list[str]], tuple[str, ...]]:
             "SELECT table_name, column_name FROM information_schema.columns "
             "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
         ):
-            # claim_terms is the claims' doclists (search.py), built as claims are written.
-            # vault_terms and vault_marks are the session vault's (vault_tables.py), likewise.
-            if table != "claim_terms" and table not in DERIVED_TABLES:
+            # claim_terms is the claims' doclists (search.py), built as claims are written;
+            # vault_terms and vault_marks are the session vault's (vault_tables.py), and
+            # kept_prompt_terms the kept prompts' (kept_prompts.py), likewise.
+            if table not in _DERIVED_TABLES:
                 columns.setdefault(str(table), []).append(str(column))
     return db.label, columns, db.search.index_columns()
 
@@ -344,7 +352,7 @@ def _read(plan: _Plan, after: Sequence[Any] | None, limit: int, sync: SyncStore)
 def _write(plan: _Plan, rows: Sequence[Sequence[Any]], sync: SyncStore) -> None:
     """Insert one batch into the target in one write transaction; a claim gets the index
     columns its target searches by (PostgreSQL's tokens; none on SQLite, whose FTS5 index
-    follows by trigger), and messages their session vault's index."""
+    follows by trigger), messages their session vault's index, kept prompts theirs."""
     db = sync.db
     columns = plan.columns
     if plan.table.name == "claims":
@@ -354,9 +362,14 @@ def _write(plan: _Plan, rows: Sequence[Sequence[Any]], sync: SyncStore) -> None:
         columns = (*columns, *extra)
     marks = ", ".join("?" for _ in columns)
     with db.write():
+        if plan.table.name == "kept_prompts":  # numbered anew: the batch is what follows
+            ((last,),) = db.fetchall("SELECT coalesce(max(id), 0) FROM kept_prompts")
         db.executemany(
             f"INSERT INTO {plan.table.name} ({', '.join(columns)}) VALUES ({marks})", rows
         )
+        if plan.table.name == "kept_prompts":  # their doclists, as any writer of prompts
+            ids = db.fetchall("SELECT id FROM kept_prompts WHERE id > ?", (last,))
+            sync.index_kept_prompts([int(row[0]) for row in ids])
         if plan.table.name == "claims":
             db.search.after_insert([row[columns.index("id")] for row in rows])
         if plan.table.name == "messages":  # the vault's index, as any writer of messages

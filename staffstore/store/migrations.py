@@ -8,7 +8,7 @@ file is recognised and left alone.
 
 from __future__ import annotations
 
-from . import memory_tables, state_tables, story_tables, vault_tables
+from . import kept_prompts, memory_tables, state_tables, story_tables, vault_tables
 from .database import COUNT_TERMS
 
 #: `PRAGMA application_id` of a staffstore file: "SfSt" in ASCII (see `file(1)`'s magic).
@@ -289,4 +289,8 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE receipts ADD COLUMN prompt_parts TEXT",
         "ALTER TABLE messages ADD COLUMN recalls INTEGER NOT NULL DEFAULT 0",
     ],
+    # 13: the prompts of context-free kept answers, searchable within their owner, namespace
+    # and context (an FTS5 index), so a reworded question can reuse a paid answer; and a
+    # receipt's source (claim or kept_answer); see kept_prompts.py.
+    kept_prompts.MIGRATION,
 ]

@@ -12,7 +12,7 @@ Never edit a shipped step.
 
 from __future__ import annotations
 
-from . import memory_tables, story_tables, vault_tables
+from . import kept_prompts, memory_tables, story_tables, vault_tables
 
 #: A text column that sorts and compares bytewise.
 _T = 'TEXT COLLATE "C"'
@@ -342,4 +342,7 @@ MIGRATIONS: list[list[str]] = [
         f"ALTER TABLE receipts ADD COLUMN prompt_parts {_T}",
         "ALTER TABLE messages ADD COLUMN recalls BIGINT NOT NULL DEFAULT 0",
     ],
+    # The prompts of context-free kept answers and their doclists, and a receipt's source
+    # (SQLite's step 13); see kept_prompts.py.
+    kept_prompts.POSTGRES_MIGRATION,
 ]

@@ -101,7 +101,7 @@ RECEIPT_COLUMNS = (
     "id", "owner", "outcome", "reason", "status", "model", "prompt_tokens", "completion_tokens",
     "cost_usd", "inference_avoided", "inference_attempted", "latency_ms", "started_at",
     "finished_at", "session_id", "claim_id", "question", "answer", "error", "served_from",
-    "avoided_cost_usd", "prompt_parts",
+    "avoided_cost_usd", "prompt_parts", "source",
 )  # fmt: skip
 
 

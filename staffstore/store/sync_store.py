@@ -18,6 +18,7 @@ from ..models import Claim, Receipt, Role
 from ..text.matching import normalize
 from .database import Database
 from .jobs import SyncJobs
+from .kept_prompts import KeptPrompt, KeptPromptTables
 from .memory_tables import MemoryTables
 from .retention import SyncRetention
 from .rows import (
@@ -47,7 +48,9 @@ _OWNER_CHECK_BLOCK = 32
 _IDF_SCALE = 1_000.0
 
 
-class SyncStore(StateTables, MemoryTables, StoryTables, VaultTables, SyncJobs, SyncRetention):
+class SyncStore(
+    StateTables, MemoryTables, StoryTables, VaultTables, KeptPromptTables, SyncJobs, SyncRetention
+):
     """The store's operations as plain calls on one database connection (database.py).
 
     StaffStore.run_sync runs them on a thread that owns the connection for the call: there a
@@ -403,6 +406,13 @@ class SyncStore(StateTables, MemoryTables, StoryTables, VaultTables, SyncJobs, S
                       k.created_at.timestamp(), epoch_of(k.expires_at), k.cost_usd)
                      for k in kept],
                 )  # fmt: skip
+                prompts = [
+                    (k.owner, k.namespace, k.request_hash, k.prompt, normalize(k.prompt.text).key)
+                    for k in kept
+                    if k.prompt is not None
+                ]
+                if prompts:  # beside their kept answers, in the same transaction
+                    self.write_kept_prompts(prompts)
             placeholders = ", ".join("?" for _ in RECEIPT_COLUMNS)
             self.db.executemany(
                 f"INSERT INTO receipts ({', '.join(RECEIPT_COLUMNS)}) VALUES ({placeholders})",
@@ -416,7 +426,8 @@ class SyncStore(StateTables, MemoryTables, StoryTables, VaultTables, SyncJobs, S
 
 @dataclass(frozen=True)
 class KeptAnswer:
-    """A paid answer kept for its request: served again for an exact repeat of that request."""
+    """A paid answer kept for its request: served again for an exact repeat of that request,
+    and, with its prompt, for a reworded context-free question the gate accepts."""
 
     owner: str
     namespace: str
@@ -429,6 +440,9 @@ class KeptAnswer:
     #: What the call that paid for it cost (None: unknown); copied from its receipt when it
     #: is kept, so a hit's estimate of the cost avoided outlives that receipt.
     cost_usd: float | None = None
+    #: The prompt of a context-free request, kept so that a reworded question asked under
+    #: the same context may reuse this answer (kept_prompts.py); None for any other request.
+    prompt: KeptPrompt | None = None
 
     @property
     def origin(self) -> PaidOrigin:

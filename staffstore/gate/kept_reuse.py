@@ -1,0 +1,108 @@
+"""Reuse of paid answers: a kept answer served for a reworded context-free question.
+
+A kept answer whose request was context-free keeps its prompt (store/kept_prompts.py). When
+a context-free turn is neither an exact repeat nor answered by a claim, the kept prompts of the
+same owner, namespace and context (model, system prompt, parameters: the context key) that
+share its words become candidates for the very same decision claims get (query_first.decide):
+each is read as a claim whose question is the kept prompt and whose answer is the kept answer,
+made when the answer was kept and expiring when it does. So the same strict test, second look,
+error budget, thresholds, freshness rules ("what failed today?" kept yesterday is `stale`) and
+reason codes apply; a hit is `exact` or `paraphrase`, and names the kept answer it served.
+
+A kept answer is never a verified finding: it is the model's reply to that prompt under that
+context, which is why it may answer only a turn asked under the same context, and never a turn
+that leans on a conversation (the caller passes only context-free turns).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ..models import Claim, Decision, Turn
+from ..store.fts_tokens import fts_tokens
+from ..store.kept_prompts import PromptCandidate
+from ..store.sync_store import KeptAnswer, SyncStore
+from ..text.matching import normalize
+from .query_first import MAX_TURN_CHARS, _unaskable, decide
+from .relative_time import same_period
+
+#: How many kept prompts, those sharing the most words with the turn first, the gate reads.
+KEPT_CANDIDATES = 20
+#: The longest kept answer read as a candidate (a claim's answer may be no longer).
+MAX_ANSWER_CHARS = 200_000
+_ID_PREFIX = "kept:"
+
+
+def asked_tokens(text: str) -> list[str]:
+    """The tokens a turn's kept prompts are looked up by: its content words worth a lookup
+    (matching.Normalized.search_words), as folded and as typed, in FTS5's tokens."""
+    asked = normalize(text)
+    typed = dict(asked.spellings)
+    words = [*asked.search_words, *(typed.get(w, w) for w in asked.search_words)]
+    return sorted(set(fts_tokens(" ".join(words))))
+
+
+def _as_claim(owner: str, found: PromptCandidate, turn: Turn) -> Claim:
+    # The turn's own repository and revision: the context key already pins what the prompt
+    # was asked under, so the gate's scope rules have nothing to add.
+    return Claim(
+        id=_ID_PREFIX + found.receipt_id, owner=owner, question=found.prompt,
+        answer=found.answer, source="kept_answer", repository=turn.repository,
+        revision=turn.revision, expires_at=found.expires_at, created_at=found.created_at,
+    )  # fmt: skip
+
+
+def _kept(owner: str, namespace: str, found: PromptCandidate) -> KeptAnswer:
+    return KeptAnswer(
+        owner=owner, namespace=namespace, request_hash=found.request_hash,
+        receipt_id=found.receipt_id, model=found.model, answer=found.answer,
+        created_at=found.created_at, expires_at=found.expires_at, cost_usd=found.cost_usd,
+    )  # fmt: skip
+
+
+def reuse_kept_sync(
+    store: SyncStore,
+    turn: Turn,
+    namespace: str,
+    context_key: str,
+    *,
+    max_age: float | None = None,
+) -> tuple[Decision, KeptAnswer | None]:
+    """The gate's decision for a context-free turn among the kept answers asked under the
+    same context (on the store's thread): on a hit, the kept answer it serves.
+
+    The decision never names a claim (claim_id and claim are None): what it served is the
+    kept answer returned beside it. `max_age` (seconds) leaves out answers kept longer ago.
+    """
+    refused = _unaskable(turn)
+    if refused is not None:
+        return refused, None
+    now = turn.now or datetime.now(UTC)
+    found = store.kept_prompt_candidates(
+        turn.owner, namespace, context_key, asked_tokens(turn.text),
+        limit=KEPT_CANDIDATES, max_age=max_age, now=now,
+    )  # fmt: skip
+    usable: dict[str, PromptCandidate] = {}
+    for candidate in found:
+        if len(candidate.prompt) > MAX_TURN_CHARS or len(candidate.answer) > MAX_ANSWER_CHARS:
+            continue  # no claim is that long either: the gate reads none
+        if not candidate.prompt.strip() or not candidate.answer.strip():
+            continue
+        if not same_period(turn.text, candidate.created_at, now):
+            continue  # "what failed today?" kept yesterday answers another day's question
+        # One prompt's content asked twice (a refreshed answer under another wording's key):
+        # the newest answer speaks for it, as a claim restated is served its newest statement.
+        key = normalize(candidate.prompt).key
+        if key not in usable or candidate.created_at > usable[key].created_at:
+            usable[key] = candidate
+    if not usable:
+        return Decision(outcome="miss", reason="no_candidate"), None
+    by_id = {_ID_PREFIX + c.receipt_id: c for c in usable.values()}
+    claims = [_as_claim(turn.owner, c, turn) for c in usable.values()]
+    decision = decide(turn, claims)
+    served = by_id.get(decision.claim_id or "") if decision.hit else None
+    # The decision as the gate made it, less the claim it names: a kept answer is not one.
+    unnamed = decision.model_copy(update={"claim_id": None, "claim": None})
+    if served is None:
+        return unnamed, None
+    return unnamed, _kept(turn.owner, namespace, served)
