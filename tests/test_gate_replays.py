@@ -165,7 +165,8 @@ def test_replay_all_skips_quora_with_one_line_and_plays_the_dev_set(tmp_path: Pa
     assert len(skipped) == 1 and "skipped" in skipped[0]
     assert "similiar_qqp_full.json.gz" in skipped[0]
     assert sorted(path.name for path in out.glob("*-ledger.json")) == [
-        "hostile-ledger.json", "jobs-ledger.json", "long-session-ledger.json",
+        "hostile-ledger.json", "jobs-ledger.json", "kept-paraphrase-ledger.json",
+        "long-session-ledger.json",
         "pairs-tiny-ledger.json",
         "single-ledger.json", "wakeups-ledger.json", "workday-ledger.json",
         "workday_dev-ledger.json", "workflow-runs-ledger.json",

@@ -47,7 +47,7 @@ def make(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
-    for name in ("Makefile", "pyproject.toml"):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
