@@ -23,7 +23,7 @@ from ..store.fts_tokens import fts_tokens
 from ..store.kept_prompts import PromptCandidate
 from ..store.sync_store import KeptAnswer, SyncStore
 from ..text.matching import normalize
-from .query_first import MAX_TURN_CHARS, _unaskable, decide
+from .query_first import MAX_TURN_CHARS, decide, unaskable
 from .relative_time import same_period
 
 #: How many kept prompts, those sharing the most words with the turn first, the gate reads.
@@ -74,7 +74,7 @@ def reuse_kept_sync(
     The decision never names a claim (claim_id and claim are None): what it served is the
     kept answer returned beside it. `max_age` (seconds) leaves out answers kept longer ago.
     """
-    refused = _unaskable(turn)
+    refused = unaskable(turn)
     if refused is not None:
         return refused, None
     now = turn.now or datetime.now(UTC)

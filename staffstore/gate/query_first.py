@@ -378,7 +378,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
 
 async def query_first(store: StaffStore, turn: Turn) -> Decision:
     """Return the stored claim that answers this turn, or a miss with its reason."""
-    refused = _unaskable(turn)
+    refused = unaskable(turn)
     if refused is not None:
         return refused
     # The whole lookup runs on the store's thread: its queries and the decision between
@@ -389,7 +389,7 @@ async def query_first(store: StaffStore, turn: Turn) -> Decision:
 def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     """query_first as one synchronous call, for work run inside StaffStore.run_sync (the
     proxy looks up an exact repeat and the claims in the same round trip)."""
-    refused = _unaskable(turn)
+    refused = unaskable(turn)
     if refused is not None:
         return refused
     candidates, some_words = first_candidates(store, turn)
@@ -438,7 +438,7 @@ def widened_candidates(
     return extra
 
 
-def _unaskable(turn: Turn) -> Decision | None:
+def unaskable(turn: Turn) -> Decision | None:
     """The miss for a turn no claim can answer, found without a lookup; else None."""
     if not turn.text.strip():
         return _miss("empty")

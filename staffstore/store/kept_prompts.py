@@ -27,7 +27,7 @@ from typing import Any
 from ..identity import content_hash
 from .database import Database
 from .fts_tokens import fts_tokens
-from .rows import datetime_at, datetime_of, fts_phrase, now_epoch
+from .rows import datetime_at, datetime_of, fts_phrase, kept_fresh, now_epoch
 
 _PG_T = 'TEXT COLLATE "C"'
 
@@ -213,14 +213,11 @@ class KeptPromptTables:
         joined = (
             "JOIN kept_answers k ON k.owner = p.owner AND k.namespace = p.namespace "
             "AND k.request_hash = p.request_hash "
-            "WHERE p.owner = ? AND p.namespace = ? AND p.context_key = ? "
-            "AND (k.expires_at IS NULL OR k.expires_at > ?)"
+            "WHERE p.owner = ? AND p.namespace = ? AND p.context_key = ?"
         )
-        params: list[Any] = [owner, namespace, context_key, moment]
-        if max_age is not None:
-            # Added only when given: PostgreSQL cannot type a bare `? IS NULL` parameter.
-            joined += " AND k.created_at >= ?"
-            params.append(moment - max_age)
+        fresh, fresh_params = kept_fresh("k", moment, max_age)
+        joined += fresh
+        params: list[Any] = [owner, namespace, context_key, *fresh_params]
         if self.db.dialect == "sqlite":
             words = " OR ".join(fts_phrase(t) for t in wanted)
             rows = self.db.fetchall(

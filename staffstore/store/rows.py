@@ -81,6 +81,18 @@ def fts_all(words: Sequence[str]) -> str:
     return "search_key : (" + " AND ".join(fts_phrase(w) for w in words) + ")"
 
 
+def kept_fresh(table: str, moment: float, max_age: float | None) -> tuple[str, list[float]]:
+    """The SQL condition (with its parameters) that a kept answer in `table` (an alias) is
+    unexpired at `moment` and, with `max_age`, no older than that many seconds."""
+    sql = f" AND ({table}.expires_at IS NULL OR {table}.expires_at > ?)"
+    params = [moment]
+    if max_age is not None:
+        # Added only when given: PostgreSQL cannot type a bare `? IS NULL` parameter.
+        sql += f" AND {table}.created_at >= ?"
+        params.append(moment - max_age)
+    return sql, params
+
+
 def fts_phrase(word: str) -> str:
     """Quote one word for MATCH, so operators in user text (OR, NOT, *, :) lose their power."""
     return '"' + word.replace('"', '""') + '"'

@@ -27,6 +27,7 @@ from .rows import (
     datetime_at,
     datetime_of,
     epoch_of,
+    kept_fresh,
     now_epoch,
     receipt_row,
     row_to_claim,
@@ -261,16 +262,12 @@ class SyncStore(
     ) -> KeptAnswer | None:
         """The owner's unexpired kept answer to this request, no older than `max_age` seconds."""
         moment = now_epoch(now)
+        fresh, fresh_params = kept_fresh("k", moment, max_age)
         sql = (
-            "SELECT receipt_id, model, answer, created_at, expires_at, cost_usd FROM kept_answers "
-            "WHERE owner = ? AND namespace = ? AND request_hash = ? "
-            "AND (expires_at IS NULL OR expires_at > ?)"
+            "SELECT receipt_id, model, answer, created_at, expires_at, cost_usd "
+            "FROM kept_answers k WHERE owner = ? AND namespace = ? AND request_hash = ?" + fresh
         )
-        params: list[Any] = [owner, namespace, request_hash, moment]
-        if max_age is not None:
-            # Added only when given: PostgreSQL cannot type a bare `? IS NULL` parameter.
-            sql += " AND created_at >= ?"
-            params.append(moment - max_age)
+        params: list[Any] = [owner, namespace, request_hash, *fresh_params]
         rows = self.fetchall(sql, params)
         for receipt_id, model, answer, created_at, expires_at, cost_usd in rows:
             return KeptAnswer(
