@@ -170,6 +170,20 @@ async def test_forgetting_a_kept_answer_removes_its_prompt(store: StaffStore) ->
     assert again.source == "model" and model.calls == 2
 
 
+async def test_kept_list_shows_the_prompt_and_the_quota_counts_it(store: StaffStore) -> None:
+    model = Model()
+    paid = await ask(store, model, ASKED)
+    await ask(store, model, "We are planning a trip.", session="trip")
+    later = await ask(store, model, "And in Spain?", session="trip")  # in a conversation
+    listed = {row.receipt_id: row.prompt for row in await store.list_kept_answers("alice")}
+    assert listed[paid.receipt.id] == ASKED and listed[later.receipt.id] is None
+    before = await store.owner_text_bytes("alice")
+    await store.forget_kept_answers("alice", receipt_ids=[paid.receipt.id])
+    # The kept answer went, and its prompt with it: the owner's stored text shrinks by both.
+    gone = len(paid.answer.encode()) + len(ASKED.encode())
+    assert before - await store.owner_text_bytes("alice") == gone
+
+
 async def test_pruning_kept_answers_removes_their_prompts(store: StaffStore) -> None:
     model = Model()
     await ask(store, model, ASKED)

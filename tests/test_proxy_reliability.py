@@ -410,7 +410,9 @@ def test_a_large_prompt_is_stored_once(tmp_path: Path) -> None:
 def test_an_owner_over_its_storage_quota_gets_a_clear_4xx_and_others_do_not(
     tmp_path: Path,
 ) -> None:
-    with running_proxy(tmp_path / "p.db", quota_bytes=10_000, quotas={"bob": 1_000_000}) as q:
+    # One turn of 1,500 characters stores about 9,000 bytes: its receipt's question and answer
+    # (the fake echoes the prompt), the session's two messages, the kept answer and its prompt.
+    with running_proxy(tmp_path / "p.db", quota_bytes=12_000, quotas={"bob": 1_000_000}) as q:
         fake = q.upstream.reset()
         first = q.post(ask("x" * 1_500))
         second = q.post(ask("y" * 1_500))
@@ -418,7 +420,7 @@ def test_an_owner_over_its_storage_quota_gets_a_clear_4xx_and_others_do_not(
         over = q.post(ask("z" * 1_500))
         error = _error(over, 429)
         assert (error["type"], error["code"]) == ("insufficient_quota", "storage_quota_exceeded")
-        assert "10000" in error["message"]
+        assert "12000" in error["message"]
         assert over.headers["x-should-retry"] == "false"
         receipt = q.receipt("alice", over.headers["x-staffstore-receipt"])
         assert (receipt.status, receipt.question) == ("rejected", None)

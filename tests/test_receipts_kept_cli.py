@@ -191,6 +191,10 @@ def test_a_forgotten_kept_answer_is_paid_for_again_on_its_next_repeat(
     fake, _ = upstream
     paid = json.loads(ok(ask("--json", QUESTION)).stdout)["receipt_id"]
     assert kept_ids(cli, "acme") == [paid]
+    # The list shows the prompt a reworded question would be compared with.
+    [row] = json.loads(ok(cli("kept", "list", "--owner", "acme", "--json")).stdout)
+    assert row["prompt"] == QUESTION
+    assert "PROMPT" in ok(cli("kept", "list", "--owner", "acme")).stdout
     assert ok(cli("kept", "forget", paid, "--owner", "acme")).stdout.startswith("forgot 1 kept")
     again = json.loads(ok(ask("--json", QUESTION)).stdout)
     assert (again["outcome"], len(fake.chat_requests)) == ("miss", 2)

@@ -65,6 +65,7 @@ def _row_json(row: KeptRow) -> dict[str, object]:
         "kept_at": row.kept_at.isoformat(),
         "expires_at": None if row.expires_at is None else row.expires_at.isoformat(),
         "cost_usd": row.cost_usd,
+        "prompt": row.prompt,
         "answer": row.answer,
     }
 
@@ -77,7 +78,8 @@ def kept_list(
     as_json: JsonOption = False,
 ) -> None:
     """Show the owner's kept answers, the most recently kept first, each by the id of the
-    receipt that paid for it."""
+    receipt that paid for it, with the prompt a reworded question is compared with ("-": not
+    context-free, served to exact repeats only)."""
     rows = with_store(ctx, lambda store: store.list_kept_answers(owner, limit=limit), create=False)
     if as_json:
         print_json([_row_json(row) for row in rows])
@@ -86,10 +88,10 @@ def kept_list(
         typer.echo("no kept answers", err=True)
         return
     print_table(
-        ["ID", "KEPT", "EXPIRES", "MODEL", "COST", "ANSWER"],
+        ["ID", "KEPT", "EXPIRES", "MODEL", "COST", "PROMPT", "ANSWER"],
         [
             [row.receipt_id, when(row.kept_at), when(row.expires_at), clip(row.model, 24),
-             usd(row.cost_usd, unknown="-"), clip(row.answer, 48)]
+             usd(row.cost_usd, unknown="-"), clip(row.prompt or "-", 32), clip(row.answer, 32)]
             for row in rows
         ],
     )  # fmt: skip

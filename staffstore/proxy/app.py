@@ -989,7 +989,10 @@ def _text_bytes(record: TurnRecord) -> int:
     receipt = record.receipt
     size = sum(_utf8_size(t) for t in (receipt.question, receipt.answer, receipt.error))
     size += sum(_utf8_size(content) for _, content in record.messages)
-    return size + (_utf8_size(record.kept.answer) if record.kept is not None else 0)
+    kept = record.kept
+    if kept is not None:
+        size += _utf8_size(kept.answer) + (_utf8_size(kept.prompt.text) if kept.prompt else 0)
+    return size
 
 
 def _keepable(

@@ -20,7 +20,9 @@ from .rows import datetime_at, datetime_of, epoch_of, now_epoch
 
 T = TypeVar("T")
 
-_KEPT_COLUMNS = "receipt_id, namespace, model, answer, created_at, expires_at, cost_usd"
+_KEPT_COLUMNS = (
+    "k.receipt_id, k.namespace, k.model, k.answer, k.created_at, k.expires_at, k.cost_usd, p.prompt"
+)
 
 
 def retention_cutoff(days: float, now: datetime) -> datetime:
@@ -44,9 +46,11 @@ class SyncRetention:
 
     def list_kept_answers(self, owner: str, *, limit: int = 20) -> list[KeptRow]:
         """The owner's kept answers, the most recently kept first."""
+        # The prompt, where the request was context-free and kept one (kept_prompts.py).
         rows = self.fetchall(
-            f"SELECT {_KEPT_COLUMNS} FROM kept_answers WHERE owner = ? "
-            "ORDER BY created_at DESC, receipt_id LIMIT ?",
+            f"SELECT {_KEPT_COLUMNS} FROM kept_answers k LEFT JOIN kept_prompts p "
+            "ON p.owner = k.owner AND p.namespace = k.namespace AND p.request_hash = k.request_hash "
+            "WHERE k.owner = ? ORDER BY k.created_at DESC, k.receipt_id LIMIT ?",
             (owner, limit),
         )
         return [_kept_row(owner, row) for row in rows]
@@ -98,7 +102,9 @@ class SyncRetention:
 @dataclass(frozen=True)
 class KeptRow:
     """A kept answer as `kept list` shows it: the receipt that paid for it (its id), its
-    namespace and model, when it was kept and expires, and what its call cost."""
+    namespace and model, when it was kept and expires, what its call cost, and the prompt a
+    reworded question is compared with (None: the request was not context-free, so only an
+    exact repeat of it is served)."""
 
     owner: str
     receipt_id: str
@@ -108,13 +114,14 @@ class KeptRow:
     kept_at: datetime
     expires_at: datetime | None
     cost_usd: float | None
+    prompt: str | None = None
 
 
 def _kept_row(owner: str, row: Sequence[Any]) -> KeptRow:
-    receipt_id, namespace, model, answer, created_at, expires_at, cost_usd = row
+    receipt_id, namespace, model, answer, created_at, expires_at, cost_usd, prompt = row
     return KeptRow(
         owner, receipt_id, namespace, model, answer, datetime_at(created_at),
-        datetime_of(expires_at), cost_usd,
+        datetime_of(expires_at), cost_usd, prompt,
     )  # fmt: skip
 
 

@@ -226,8 +226,8 @@ class SyncStore(
 
     def owner_text_bytes(self, owner: str) -> int:
         """The bytes of text (UTF-8) the store holds for `owner`: receipts' questions, answers
-        and errors, session messages, kept answers and claims. A full read of the owner's
-        rows: call it once and count on from there."""
+        and errors, session messages, kept answers and their prompts, and claims. A full read
+        of the owner's rows: call it once and count on from there."""
         size = "coalesce(sum(" + self.db.text_bytes("{}") + "), 0)"
         row = self.fetchall(
             f"SELECT (SELECT {size.format('question')} + {size.format('answer')} "
@@ -235,9 +235,10 @@ class SyncStore(
             f" + (SELECT {size.format('m.content')} FROM messages m "
             "    JOIN sessions s ON s.id = m.session_id WHERE s.owner = ?)"
             f" + (SELECT {size.format('answer')} FROM kept_answers WHERE owner = ?)"
+            f" + (SELECT {size.format('prompt')} FROM kept_prompts WHERE owner = ?)"
             f" + (SELECT {size.format('question')} + {size.format('answer')} "
             "    FROM claims WHERE owner = ?)",
-            (owner, owner, owner, owner),
+            (owner, owner, owner, owner, owner),
         )
         return int(row[0][0])
 
