@@ -171,3 +171,50 @@ def test_a_weekday_abbreviation_that_is_a_word_is_left_alone_outside_a_date() ->
         "Why has the job sat in the queue since noon?"
     )
     assert spelled_out("What broke on sat?") == "What broke on saturday?"
+
+
+#: A repository named without its owner, and a sign standing for a word ("#" for a number of
+#: things, "%" for a share): the same identifier, or none.
+SAME_IDENTIFIER = [
+    (
+        "RF for the audit-log topic in the event-bus repo?",
+        "What replication factor is configured for the audit-log topic in northwind/event-bus?",
+    ),
+    (
+        "What replication factor is configured for the audit-log topic in northwind/event-bus?",
+        "RF for the audit-log topic in the event-bus repo?",
+    ),
+    (
+        "payments.settled in event-bus: # partitions?",
+        "How many partitions does the payments.settled topic have in northwind/event-bus?",
+    ),
+    (
+        "How far along is the rollout of Android 6.14.0, in %?",
+        "What percentage of users is Android 6.14.0 rolled out to?",
+    ),
+]
+#: Another owner's repository of the same name, a one-word repository name ("api" says too
+#: little alone), and two identifiers the signs do not stand for, still differ.
+OTHER_IDENTIFIER = [
+    (
+        "How many partitions does payments.settled have in orbit/event-bus?",
+        "How many partitions does payments.settled have in northwind/event-bus?",
+    ),
+    ("Which flags does the C# compiler take?", "Which flags does the F# compiler take?"),
+    (
+        "How many partitions does payments.settled have in event-bus?",
+        "How many partitions does payments.settled have in northwind/event-store?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("asked", "stored"), SAME_IDENTIFIER)
+def test_a_repository_without_its_owner_or_a_sign_for_a_word_is_no_other_identifier(
+    asked: str, stored: str
+) -> None:
+    assert [d.slot for d in differences(asked, stored)] == []
+
+
+@pytest.mark.parametrize(("asked", "stored"), OTHER_IDENTIFIER)
+def test_another_repository_or_language_still_differs(asked: str, stored: str) -> None:
+    assert "identifier" in [d.slot for d in differences(asked, stored)]

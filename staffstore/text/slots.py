@@ -666,7 +666,10 @@ def slots(text: str) -> Slots:
         identifiers=frozenset(
             t.key
             for t in toks
-            if t.kind == "id" and not _is_number(t.key) and not _LETTER_PAIR.match(t.key)
+            if t.kind == "id"
+            and not _is_number(t.key)
+            and not _LETTER_PAIR.match(t.key)
+            and t.key not in _SIGNS
         ),
         superlatives=frozenset(
             _DEGREE_OF.get(s, s)
@@ -778,6 +781,11 @@ def _said_otherwise(shared: frozenset[str], asked: str, stored: str) -> frozense
     return frozenset(n for n in shared if mentions(n, low_asked) != mentions(n, low_stored))
 
 
+#: Signs that stand alone for a word, not for a thing: "# partitions?" asks for a number of
+#: them, "what %" for a share.
+_SIGNS = frozenset({"#", "%"})
+
+
 def _parts(identifier: str) -> list[str]:
     return [p for p in re.split(r"[-_./:]", identifier) if p]
 
@@ -806,6 +814,11 @@ def same_identifier(a: str, b: str) -> bool:
 
 def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
     """Whether the other question names this identifier, perhaps written another way."""
+    owner, slash, name = identifier.rpartition("/")
+    if slash and owner and len(_parts(name)) > 1 and _without_owner(name, other):
+        # A repository named without its owner ("the event-bus repo" / "northwind/event-bus"):
+        # the name alone must be specific (two parts or more), not "api" for "acme/api".
+        return True
     for word in other:
         if same_identifier(identifier, word.key) or same_identifier(identifier, word.surface):
             return True
@@ -828,6 +841,14 @@ def identifier_covered(identifier: str, other: tuple[Word, ...]) -> bool:
             any(part_match(p, s, exact_below=_ID_PART_EXACT_BELOW) for s in rest) for p in parts
         )
     return False
+
+
+def _without_owner(name: str, other: tuple[Word, ...]) -> bool:
+    """Whether the other question names `name` and no owner/name at all ("orbit/event-bus" is
+    not "northwind/event-bus")."""
+    if any(word.kind == "id" and "/" in word.key for word in other):
+        return False
+    return identifier_covered(name, other)
 
 
 def _name_covered(name: str, other: tuple[Word, ...], own: tuple[Word, ...] = ()) -> bool:
