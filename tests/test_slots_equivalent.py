@@ -143,6 +143,20 @@ SAME_SHORTHAND = [
     ("How many PRs were ejected last wk?", "How many PRs were ejected last week?"),
     ("What was the p75 INP last mo?", "What was the p75 INP last month?"),
     ("What was the seven-day retention in January?", "What was the 7-day retention in January?"),
+    (
+        "How many tickets did Acme open in Jan '25?",
+        "How many tickets did Acme open in January 2025?",
+    ),
+    (
+        "What was the D30 retention for August signups?",
+        "What was the day-30 retention for August signups?",
+    ),
+    (
+        "How much memory is the Redis cluster using rn?",
+        "How much memory is the Redis cluster using right now?",
+    ),
+    ("How many tests are currently quarantined?", "How many tests are quarantined right now?"),
+    ("What is the rollout at, at the moment?", "What is the rollout at right now?"),
 ]
 #: The same shorthand naming another time or count still differs.
 OTHER_SHORTHAND = [
@@ -150,6 +164,16 @@ OTHER_SHORTHAND = [
     ("What was the 5xx rate in prod yday?", "What was the 5xx rate in prod today?"),
     ("How many PRs were ejected last wk?", "How many PRs were ejected last month?"),
     ("What was the seven-day retention in January?", "What was the 30-day retention in January?"),
+    (
+        "How many tickets did Acme open in Jan '24?",
+        "How many tickets did Acme open in January 2025?",
+    ),
+    (
+        "What was the D30 retention for August signups?",
+        "What was the day-7 retention for August signups?",
+    ),
+    ("How many tests are currently quarantined?", "How many tests were quarantined last week?"),
+    ("Who is on call at the moment?", "Who has ever been on call?"),
 ]
 
 

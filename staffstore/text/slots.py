@@ -891,10 +891,13 @@ def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bo
 
 
 # Shorthand that names the same time or number as the full word. Closed classes, each in
-# tests/test_slots.py: weekday abbreviations (those that are also English words, "sat", "wed",
-# "sun", "mon", only beside a time, a number or "on / last / this / next"), "yday", time units
-# after "last / this / next / past / per" or a number, and a number word before a unit
-# ("seven-day" is "7-day"; "one" is left alone, as the lexicon leaves it).
+# tests/test_slots_equivalent.py: weekday abbreviations (those that are also English words,
+# "sat", "wed", "sun", "mon", only beside a time, a number or "on / last / this / next"),
+# "yday", time units after "last / this / next / past / per" or a number, a number word before
+# a unit ("seven-day" is "7-day"; "one" is left alone, as the lexicon leaves it), a year
+# shortened after its month ("Jan '25"), a cohort's day ("D30 retention") and the present in
+# other words ("currently", "at the moment", "rn": "right now", which stays apart from no time
+# at all: "on call right now" is not "ever been on call").
 _WEEKDAY_SHORT = {
     "tue": "tuesday", "tues": "tuesday", "thu": "thursday", "thur": "thursday",
     "thurs": "thursday", "fri": "friday",
@@ -938,6 +941,15 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
                 r"twenty|thirty|sixty|ninety)(?=[- ](?:seconds?|minutes?|hours?|days?|weeks?|"
                 r"months?|years?)\b)", re.IGNORECASE), _number_word),
+    # A year shortened after its month: "Jan '25" is January 2025.
+    (re.compile(rf"\b({_MONTH_NAME}),? ['\u2019](\d\d)\b", re.IGNORECASE),
+     lambda match: f"{match[1]} 20{match[3]}"),
+    # A day of a cohort, as product analytics write it: "D30 retention" is "day-30 retention".
+    (re.compile(r"\bd(\d{1,3})\b(?=\W+retention\b|\W+(?:active|users)\b)", re.IGNORECASE),
+     lambda match: f"day-{match[1]}"),
+    # The present said in other words: "currently", "at the moment", "rn" are "right now".
+    (re.compile(r"\b(?:currently|at the moment|at present|as of now|atm|rn|rite now)\b",
+                re.IGNORECASE), lambda _match: "right now"),
 ]  # fmt: skip
 
 
