@@ -49,7 +49,8 @@ class SyncRetention:
         # The prompt, where the request was context-free and kept one (kept_prompts.py).
         rows = self.fetchall(
             f"SELECT {_KEPT_COLUMNS} FROM kept_answers k LEFT JOIN kept_prompts p "
-            "ON p.owner = k.owner AND p.namespace = k.namespace AND p.request_hash = k.request_hash "
+            "ON p.owner = k.owner AND p.namespace = k.namespace "
+            "AND p.request_hash = k.request_hash "
             "WHERE k.owner = ? ORDER BY k.created_at DESC, k.receipt_id LIMIT ?",
             (owner, limit),
         )
