@@ -6,6 +6,11 @@ a fixed chat.completion (the floor: the same uvicorn and Starlette, no store). A
 HTTP/1.1 keep-alive client times, for ours and the bare app alike: sequential hit latency (p50,
 p99) and hits per second with 50 concurrent connections. Misses are timed through the proxy
 and directly against the fake upstream, interleaved, with a fresh question each time.
+Claim hits are timed once more while other connections keep the store's writer busy with
+misses (each one a receipt, its session messages and a kept answer, some 30 KB, and a lease
+taken and let go), reporting the tail too (p99.9, worst): a hit's lookup runs on the store's
+read connection and must not wait behind those writes; its own receipt still joins their
+commits. `--only-while-writing` runs that series alone.
 Results go to ledgers/bench-proxy.json (`--out` elsewhere). Run: `.venv/bin/python
 benchmarks/bench_proxy.py`; `--access-log text|json` measures the proxy with its access log on,
 written to a file beside the benchmark's database.
@@ -34,6 +39,10 @@ CLIENT_KEY = "sk-bench-client"
 TARGETS = {"hit_p50_ms": 3.0, "miss_overhead_p50_ms": 2.0}
 CLAIMS = 200
 ROUNDS = 10
+#: The background misses of the series timed while the writer is busy: each asks a question
+#: longer than the gate reads (gate.query_first.MAX_TURN_CHARS), so it costs the store writes
+#: and almost no lookup, and the fake upstream echoes it back as the answer kept.
+WRITE_CHARS = 6_000
 
 
 # -- the servers, each run in a process of its own; each reports its port on a queue ----------
@@ -250,6 +259,48 @@ async def miss_overhead(
     }
 
 
+async def hits_while_writing(
+    port: int, hits: list[bytes], count: int, writers: int
+) -> dict[str, Any]:
+    """Sequential claim hits on one connection while `writers` other connections send misses
+    as fast as they are answered: the hits' latency, tail included, and the misses' count."""
+    stop = asyncio.Event()
+    misses = 0
+
+    async def keep_writing(number: int) -> None:
+        nonlocal misses
+        connection = await Connection.open(port)
+        filler = " ".join(f"word{n}" for n in range(WRITE_CHARS // 6))[:WRITE_CHARS]
+        try:
+            while not stop.is_set():
+                body = _ask(f"background {number} {misses}: {filler}")
+                status, headers, _ = await connection.post("/v1/chat/completions", body, CLIENT_KEY)
+                assert (status, headers.get("x-staffstore-outcome")) == (200, "miss"), headers
+                misses += 1
+        finally:
+            connection.close()
+
+    background = [asyncio.create_task(keep_writing(n)) for n in range(writers)]
+    try:
+        while misses < writers * 10:  # every writer under way before the first hit is timed
+            await asyncio.sleep(0.01)
+        before = misses
+        started = time.perf_counter()
+        times = await latency(port, [hits[i % len(hits)] for i in range(count)], expect="hit")
+        elapsed = time.perf_counter() - started
+        written = misses - before
+    finally:
+        stop.set()
+        await asyncio.gather(*background)
+    return {
+        **_summary(times),
+        "p999_ms": round(_percentile(times, 0.999), 3),
+        "max_ms": round(max(times), 3),
+        "writers": writers,
+        "background_misses_per_second": round(written / elapsed, 1),
+    }
+
+
 def _summary(times: list[float]) -> dict[str, float]:
     return {
         "p50_ms": round(statistics.median(times), 3),
@@ -282,6 +333,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     bare, bare_port = _start(serve_bare)
     try:
         claim_hits = [_ask(q.lower().rstrip("?")) for q in questions]
+        if args.only_while_writing:
+            await latency(proxy_port, claim_hits[: args.requests // 10], expect="hit")
+            writing = await hits_while_writing(
+                proxy_port, claim_hits, args.hits_while_writing, args.writers
+            )
+            return {"benchmark": "proxy", "hit_claim_while_writing": writing}
         # Exact repeats: pay once for each question, then ask it again.
         repeats = [_ask(f"a question to repeat, number {i}") for i in range(50)]
         await latency(proxy_port, repeats, expect="miss")
@@ -308,6 +365,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         bare_rps = await throughput(bare_port, claim_hits, args.clients, args.seconds)
         misses = await miss_overhead(proxy_port, fake_port, args.misses)
         forwards = await miss_overhead(proxy_port, fake_port, args.misses, lookup=False)
+        writing = await hits_while_writing(
+            proxy_port, claim_hits, args.hits_while_writing, args.writers
+        )
     finally:
         for process in (fake, proxy, bare):
             process.terminate()
@@ -339,10 +399,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "throughput_seconds": args.seconds,
             "client": "raw HTTP/1.1 keep-alive over asyncio streams, one process",
             "access_log": args.access_log,
+            "hits_while_writing": args.hits_while_writing,
+            "background_question_chars": WRITE_CHARS,
             "note": "client, proxy, fake upstream and bare app share the machine's cores",
         },
         "hit_claim": claim,
         "hit_exact_repeat": repeat,
+        "hit_claim_while_writing": writing,
         "bare_starlette": bare_summary,
         "hit_p50_ratio_ours_over_bare": {
             "claim": round(claim["p50_ms"] / bare_summary["p50_ms"], 2),
@@ -382,9 +445,28 @@ def main() -> int:
         default="off",
         help="the proxy's access log, to a file (off, as `staffstore serve` by default)",
     )
+    parser.add_argument(
+        "--hits-while-writing", type=int, default=5000, help="claim hits timed while writing"
+    )
+    parser.add_argument(
+        "--writers", type=int, default=8, help="connections sending misses meanwhile"
+    )
+    parser.add_argument(
+        "--only-while-writing", action="store_true", help="time only the hits while writing"
+    )
     args = parser.parse_args()
     result = asyncio.run(run(args))
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    writing = result["hit_claim_while_writing"]
+    print(
+        f"hit (claim) while {writing['writers']} connections write"
+        f" ({writing['background_misses_per_second']:.0f} misses/s):"
+        f"  p50 {writing['p50_ms']:.3f} ms  p99 {writing['p99_ms']:.3f} ms"
+        f"  p99.9 {writing['p999_ms']:.3f} ms  worst {writing['max_ms']:.3f} ms"
+    )
+    if args.only_while_writing:
+        print(f"wrote {args.out}")
+        return 0
     bare, rps = result["bare_starlette"], result["hits_per_second"]
     ratios = result["hit_p50_ratio_ours_over_bare"]
     for label, key, ratio in (

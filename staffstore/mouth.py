@@ -289,7 +289,7 @@ async def ensure_mouth(
             # No claim answers it: a paid answer to a reworded form of it, asked under the
             # same context, may, when the gate accepts its question as it would a claim's.
             found = context
-            reused, kept = await store.run_sync(
+            reused, kept = await store.run_read(
                 lambda sync: reuse_kept_sync(
                     sync, turn, ASK_NAMESPACE, found, max_age=cache.max_age
                 )

@@ -69,7 +69,7 @@ def reuse_kept_sync(
     max_age: float | None = None,
 ) -> tuple[Decision, KeptAnswer | None]:
     """The gate's decision for a context-free turn among the kept answers asked under the
-    same context (on the store's thread): on a hit, the kept answer it serves.
+    same context (it only reads: StaffStore.run_read): on a hit, the kept answer it serves.
 
     The decision never names a claim (claim_id and claim are None): what it served is the
     kept answer returned beside it. `max_age` (seconds) leaves out answers kept longer ago.

@@ -381,14 +381,15 @@ async def query_first(store: StaffStore, turn: Turn) -> Decision:
     refused = unaskable(turn)
     if refused is not None:
         return refused
-    # The whole lookup runs on the store's thread: its queries and the decision between
-    # them cost one round trip, where a trip per query cost the event loop several.
-    return await store.run_sync(lambda sync: query_first_sync(sync, turn))
+    # The whole lookup runs on the store's read thread: its queries and the decision between
+    # them cost one round trip, where a trip per query cost the event loop several, and no
+    # write the store is making holds it up (it only reads).
+    return await store.run_read(lambda sync: query_first_sync(sync, turn))
 
 
 def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
-    """query_first as one synchronous call, for work run inside StaffStore.run_sync (the
-    proxy looks up an exact repeat and the claims in the same round trip)."""
+    """query_first as one synchronous call, for work run inside StaffStore.run_read (the
+    proxy looks up an exact repeat and the claims in the same round trip). It only reads."""
     refused = unaskable(turn)
     if refused is not None:
         return refused

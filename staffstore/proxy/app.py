@@ -29,10 +29,11 @@ Identical requests in flight at once are paid for once (pending.py): a miss whos
 be kept claims its call in the store first, and the identical requests that arrive meanwhile,
 here or at another replica sharing the store, wait for that kept answer instead of paying.
 
-Every write goes through one writer task (writer.py): the store's one SQLite connection
-is shared by every request, and a transaction must not take in another request's statements.
-(The leases on calls do not: each is one statement that opens no transaction, run in the
-trip to the store's thread that looks the request up.)
+Every write goes through one writer task (writer.py): the store's one writing SQLite
+connection is shared by every request, and a transaction must not take in another request's
+statements. (The leases on calls do not: each is one statement that opens no transaction, run
+on the writer's thread right after the lookup.) The lookups themselves only read, and run on
+the store's read connection (StaffStore.run_read), which no write holds up.
 Once the upstream has been paid, nothing stops its receipt: a store locked by another process
 delays it (the writer keeps it and retries), text the store cannot hold is made storable.
 """
@@ -535,13 +536,22 @@ class Proxy:
         `lease`, where the request stands on its call once it has claimed it."""
         if chat.controls.no_cache:
             return Decision(outcome="miss", reason="no_cache"), None, None, None
-        # The lookups and the claim in one trip to the store's thread: this is on every
-        # request's path.
+        # The lookups in one trip to the store's read thread, which no write holds up: this
+        # is on every request's path. Only a miss that takes part in leases makes a second
+        # trip, to the writer's thread, to claim its call.
         budget, lock_timeout = self.config.gate_budget, self.store.lock_timeout
         reuse = self.config.paraphrase_reuse
-        return await self.store.run_sync(
-            lambda store: _answer_or_claim(store, owner, chat, budget, lease, lock_timeout, reuse)
+        decision, kept, origin = await self.store.run_read(
+            lambda store: _answer_from_store(store, owner, chat, budget, reuse)
         )
+        if decision.hit or lease is None:
+            return decision, kept, origin, None
+        # The claim looks for the kept answer again once it has won: an identical call that
+        # finished between the lookup and the claim is served, not paid for again.
+        standing = await self.store.run_sync(lambda store: claim(store, lease, chat, lock_timeout))
+        if isinstance(standing, KeptAnswer):
+            return _exact_repeat(standing), standing, standing.origin, None
+        return decision, None, None, standing
 
     async def _wait_for_answer(
         self, turn: _Turn, chat: ChatRequest, decision: Decision, lease: CallLease
@@ -920,26 +930,6 @@ def _status_of(error: UpstreamError | None) -> ReceiptStatus:
     return cast(ReceiptStatus, error.status if error is not None else "error")
 
 
-def _answer_or_claim(
-    store: SyncStore,
-    owner: str,
-    chat: ChatRequest,
-    gate_budget: float | None,
-    lease: CallLease | None,
-    lock_timeout: float,
-    paraphrase_reuse: bool = True,
-) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None, Standing | None]:
-    """_look_up's work, on the store's thread: the store's answer, else (with a lease) the
-    claim on the call, which may find an answer kept meanwhile."""
-    decision, kept, origin = _answer_from_store(store, owner, chat, gate_budget, paraphrase_reuse)
-    if decision.hit or lease is None:
-        return decision, kept, origin, None
-    standing = claim(store, lease, chat, lock_timeout)
-    if isinstance(standing, KeptAnswer):
-        return _exact_repeat(standing), standing, standing.origin, None
-    return decision, None, None, standing
-
-
 def _exact_repeat(kept: KeptAnswer) -> Decision:
     return Decision(outcome="hit", reason="exact_repeat", answer=kept.answer)
 
@@ -958,7 +948,8 @@ def _answer_from_store(
 ) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
     """A kept answer, else the gate's decision over the claims, else (a context-free request)
     over the kept answers asked under its context; on a hit, the paid call whose answer it
-    serves (its cost prices what the hit saved). A miss keeps the claims' reason."""
+    serves (its cost prices what the hit saved). A miss keeps the claims' reason. It only
+    reads (StaffStore.run_read)."""
     kept = kept_answer_for(store, owner, chat)
     if kept is not None:
         return _exact_repeat(kept), kept, kept.origin

@@ -68,7 +68,7 @@ def takes_part(chat: ChatRequest) -> bool:
 
 
 def kept_answer_for(store: SyncStore, owner: str, chat: ChatRequest) -> KeptAnswer | None:
-    """The kept answer an exact repeat of `chat` is served (on the store's thread)."""
+    """The kept answer an exact repeat of `chat` is served (on a thread of the store's)."""
     controls = chat.controls
     kept = store.kept_answer(owner, controls.namespace, chat.request_hash, max_age=controls.max_age)
     if kept is not None and not same_period(chat.turn or "", kept.created_at, utcnow()):
@@ -79,8 +79,9 @@ def kept_answer_for(store: SyncStore, owner: str, chat: ChatRequest) -> KeptAnsw
 def claim(
     store: SyncStore, lease: CallLease, chat: ChatRequest, lock_timeout: float
 ) -> KeptAnswer | Standing:
-    """Claim the call (on the store's thread; `lock_timeout` is the store's, restored after);
-    return the kept answer if one turns up, else where the request stands.
+    """Claim the call (on the writer's thread, StaffStore.run_sync; `lock_timeout` is the
+    store's, restored after); return the kept answer if one turns up, else where the request
+    stands.
 
     Won, the claim looks for the kept answer once more: a holder that finished between this
     request's lookup and its claim kept its answer before it let go, so that answer is there
@@ -103,17 +104,15 @@ def claim(
     return "holding" if won else "waiting"
 
 
-def poll(
-    store: SyncStore, lease: CallLease, chat: ChatRequest, lock_timeout: float
-) -> KeptAnswer | Standing:
-    """One look of a waiting request (on the store's thread): the kept answer if it is there;
-    else "waiting" while another holds the call; else the outcome of claiming it."""
+def look(store: SyncStore, lease: CallLease, chat: ChatRequest) -> KeptAnswer | Standing | None:
+    """One look of a waiting request (it only reads: StaffStore.run_read): the kept answer if
+    it is there; else "waiting" while another holds the call; else None, the call is free."""
     kept = kept_answer_for(store, lease.owner, chat)
     if kept is not None:
         return kept
     if store.call_holder(lease.owner, lease.namespace, lease.request_hash) is not None:
         return "waiting"
-    return claim(store, lease, chat, lock_timeout)
+    return None
 
 
 async def wait_for_answer(
@@ -126,7 +125,11 @@ async def wait_for_answer(
     while True:
         await asyncio.sleep(pause)
         pause = min(pause * POLL_GROWTH, POLL_MAX)
-        found = await store.run_sync(lambda sync: poll(sync, lease, chat, store.lock_timeout))
+        looked = await store.run_read(lambda sync: look(sync, lease, chat))
+        if looked is not None:
+            found = looked
+        else:  # free: claim it (the claim looks for the kept answer again), or lose it again
+            found = await store.run_sync(lambda sync: claim(sync, lease, chat, store.lock_timeout))
         if found != "waiting":
             return found
 

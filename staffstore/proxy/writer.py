@@ -1,13 +1,14 @@
 """The proxy's one writer: every database write goes through it, turns in group commits.
 
-The store has one SQLite connection, shared by every request in flight; a transaction opened
-by one request would take in another's statements, and a second BEGIN would fail. So one task
-writes, in arrival order. Turn records that queue up while a commit runs are written together
-in the next one (one statement per table), and each request waits until its own turn is
-committed before it answers, so a receipt named in a response header is already on disk.
-A batch that fails is retried record by record, so one bad record does not take others with it;
-a record the store cannot hold as it is (text SQLite cannot encode) is written with its text
-made storable, else as a bare receipt: a paid call never goes without one.
+The store has one writing SQLite connection, shared by every request in flight (the lookups
+have a read connection of their own); a transaction opened by one request would take in
+another's statements, and a second BEGIN would fail. So one task writes, in arrival order. Turn
+records that queue up while a commit runs are written together in the next one (one statement
+per table), and each request waits until its own turn is committed before it answers, so a
+receipt named in a response header is already on disk. A batch that fails is retried record by
+record, so one bad record does not take others with it; a record the store cannot hold as it is
+(text SQLite cannot encode) is written with its text made storable, else as a bare receipt: a
+paid call never goes without one.
 
 When another process holds the write lock past the store's lock timeout (a manual session, a
 VACUUM, a long import), the turns are not lost and the client is not kept waiting: they go to
@@ -35,7 +36,8 @@ MAX_BATCH = 256
 #: The most turns the backlog holds while the store is locked.
 MAX_BACKLOG = 10_000
 #: Seconds between two tries at writing the backlog, and how long each waits for the lock:
-#: short, because every read of the store waits behind a write that waits.
+#: short, because every other call on the store's writer (leases, sessions, state) waits
+#: behind a write that waits.
 RETRY_EVERY = 0.25
 RETRY_LOCK_WAIT = 0.05
 

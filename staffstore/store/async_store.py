@@ -6,8 +6,10 @@ every turn; jobs record the work runners did (jobs.py). Every read that returns 
 data takes the owner: nothing here lets one owner see another's rows.
 
 One class for both backends: its operations are SyncStore's (and their SQL is written once,
-database.py), run by an engine that owns the connections, SQLite's own thread
-(sqlite_engine.py) or a PostgreSQL pool (postgres.py). The store's URL picks the engine.
+database.py), run by an engine that owns the connections, SQLite's threads (sqlite_engine.py)
+or a PostgreSQL pool (postgres.py). The store's URL picks the engine. Writes, and reads made
+in order to write, run through run_sync; the lookups on a request's path (the gate's, the
+kept answers') through run_read, which on SQLite never waits behind a write.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class Engine(Protocol):
     """What owns a store's connections: runs synchronous work against one of them."""
 
     def run(self, work: Callable[[Database], T]) -> Awaitable[T]: ...
+
+    def run_read(self, work: Callable[[Database], T]) -> Awaitable[T]: ...
 
     async def defer_checkpoints(self, fallback_pages: int) -> None: ...
 
@@ -176,10 +180,21 @@ class StaffStore(
         however many statements it runs, the caller waits for one round trip, not one per
         statement.
 
-        `work` must not wait on anything but the database: other queries wait for it (all of
-        them on SQLite, whose one connection it holds).
+        `work` must not wait on anything but the database: other queries wait for it (on
+        SQLite, every other call of run_sync, whose one writing connection it holds).
         """
         return await self._engine.run(lambda db: work(SyncStore(db)))
+
+    async def run_read(self, work: Callable[[SyncStore], T]) -> T:
+        """Run `work`, which only reads, as run_sync runs work, but where no write holds it up:
+        on SQLite the store's read connection, on a thread of its own (sqlite_engine.py), on
+        PostgreSQL a pooled connection as for any call.
+
+        It sees every write awaited before it was called. Work that writes, or reads in order
+        to write (a check before an insert, a compare-and-swap), belongs in run_sync: here
+        `db.write()` raises RuntimeError, and on SQLite the connection refuses any write.
+        """
+        return await self._engine.run_read(lambda db: work(SyncStore(db)))
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -311,7 +326,7 @@ class StaffStore(
         words = [w for w in tokens(text) if any(ch.isalnum() for ch in w)]
         if not words:
             return []
-        return await self.run_sync(lambda sync: sync.ranked_claims(owner, words, "all", limit))
+        return await self.run_read(lambda sync: sync.ranked_claims(owner, words, "all", limit))
 
     async def related_claims(
         self, owner: str, text: str, *, limit: int = 5, now: datetime | None = None
@@ -324,7 +339,7 @@ class StaffStore(
         if not words or limit <= 0:
             return []
         moment = now_epoch(now)
-        return await self.run_sync(
+        return await self.run_read(
             lambda sync: sync.ranked_claims(owner, words, "any", limit, live_at=moment)
         )
 
@@ -417,7 +432,7 @@ class StaffStore(
 
     async def claim_origin(self, owner: str, claim_id: str) -> PaidOrigin | None:
         """The paid call the owner's claim was promoted from (see SyncStore.claim_origin)."""
-        return await self.run_sync(lambda sync: sync.claim_origin(owner, claim_id))
+        return await self.run_read(lambda sync: sync.claim_origin(owner, claim_id))
 
     # -- turns and kept answers (the proxy's and ensure_mouth's; see SyncStore) ------------------
 
@@ -436,7 +451,7 @@ class StaffStore(
     ) -> KeptAnswer | None:
         """The owner's unexpired kept answer to this request, no older than `max_age` seconds
         (see SyncStore.kept_answer); the proxy and `ensure_mouth` share the table."""
-        return await self.run_sync(
+        return await self.run_read(
             lambda sync: sync.kept_answer(owner, namespace, request_hash, max_age=max_age, now=now)
         )
 

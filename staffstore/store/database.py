@@ -102,14 +102,22 @@ class Database(Protocol):
 
 class SqliteDatabase:
     """A SQLite connection (the embedded default): WAL, one writer at a time by BEGIN
-    IMMEDIATE, FTS5 for search."""
+    IMMEDIATE, FTS5 for search.
+
+    The store's read connection (`read_only`, sqlite_engine.py) refuses write(): work that
+    writes belongs on the writer's thread (StaffStore.run_sync), and a write sent to the
+    reader is a bug in staffstore, said as one rather than as a damaged file.
+    """
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, path: Path, *, read_only: bool = False
+    ) -> None:
         self.connection = connection
         self.path = path
         self.label = str(path)
+        self.read_only = read_only
         self.search = SqliteClaimSearch(self)
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -135,7 +143,23 @@ class SqliteDatabase:
             raise damaged(self.path, error) from error
 
     @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One read transaction: every statement inside it reads the same snapshot (the
+        commits made before its first read), and it is ended however the work ends, so the
+        connection holds no snapshot between calls and its next read sees every later commit."""
+        self._guarded(lambda: self.connection.execute("BEGIN"))
+        try:
+            yield
+        finally:
+            if self.connection.in_transaction:
+                self._guarded(lambda: self.connection.execute("ROLLBACK"))  # it wrote nothing
+
+    @contextmanager
     def write(self, *, erasing: bool = False) -> Iterator[None]:
+        if self.read_only:
+            raise RuntimeError(
+                f"{self.label}: a write on the store's read connection (run it with run_sync)"
+            )
         if not erasing:
             with self._immediate():
                 yield

@@ -92,10 +92,14 @@ class PostgresDatabase:
 
     dialect: Dialect = "postgresql"
 
-    def __init__(self, connection: Any, label: str, lock_timeout: float) -> None:
+    def __init__(
+        self, connection: Any, label: str, lock_timeout: float, *, read_only: bool = False
+    ) -> None:
         self.connection = connection
         self.label = label
         self.lock_timeout = lock_timeout
+        #: Lent for StaffStore.run_read: write() refuses, as on SQLite's read connection.
+        self.read_only = read_only
         self.search = PostgresClaimSearch(self)
 
     def _run(self, sql: str, params: Sequence[Any]) -> Any:
@@ -139,6 +143,8 @@ class PostgresDatabase:
     def write(self, *, erasing: bool = False) -> Iterator[None]:
         # `erasing` changes nothing here: PostgreSQL has no secure_delete; after_erasure
         # vacuums instead (see there for what that does and does not promise).
+        if self.read_only:
+            raise RuntimeError(f"{self.label}: a write in read-only work (run it with run_sync)")
         try:
             with self.connection.transaction():
                 wait = max(1, round(self.lock_timeout * 1000))
@@ -220,12 +226,20 @@ class PostgresEngine:
 
     async def run(self, work: Callable[[Database], T]) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._threads, self._on_thread, work)
+        return await loop.run_in_executor(self._threads, self._on_thread, work, False)
 
-    def _on_thread(self, work: Callable[[Database], T]) -> T:
+    async def run_read(self, work: Callable[[Database], T]) -> T:
+        """Run `work`, which only reads: the pool already runs reads beside the writes (which
+        wait only for each other, on the advisory lock), so on a pooled connection as run."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, self._on_thread, work, True)
+
+    def _on_thread(self, work: Callable[[Database], T], read_only: bool) -> T:
         try:
             with self._pool.connection() as connection:
-                return work(PostgresDatabase(connection, self.label, self.lock_timeout))
+                return work(
+                    PostgresDatabase(connection, self.label, self.lock_timeout, read_only=read_only)
+                )
         except psycopg.OperationalError as error:
             raise StoreError(f"{self.label}: {_reason(error)}") from error
 

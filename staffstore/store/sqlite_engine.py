@@ -1,6 +1,17 @@
-"""The SQLite backend's connection (the embedded default): one aiosqlite connection, whose
-own thread runs the store's synchronous work (StaffStore.run_sync), and its opening: WAL,
-the header check and the numbered migrations, applied automatically.
+"""The SQLite backend's connections (the embedded default), and their opening: WAL, the header
+check and the numbered migrations, applied automatically.
+
+Two aiosqlite connections, each with a thread of its own. The writer's thread runs the
+store's writes and everything that reads in order to write (StaffStore.run_sync). The
+reader, opened once the writer has migrated the file and refused any write (`query_only`),
+runs the lookups on a request's path (StaffStore.run_read): in WAL mode a reader never waits
+for the writer, so a hit is not held up by a receipt's commit or a long import's transaction
+(at 1,000,000 claims about one hit in 1,000 waited 50 to 190 ms behind a write when both
+shared the one thread). Each read is one read transaction, ended before the call returns: it
+sees every commit made before it started, a caller's own awaited writes included.
+
+A store with no file (":memory:") is its connection's alone, so it has no reader; its reads
+run on the writer's thread.
 """
 
 from __future__ import annotations
@@ -20,6 +31,10 @@ from .rows import busy_or, damaged
 
 T = TypeVar("T")
 
+# The gate reads index and claim pages at random: a larger page cache and memory-mapped reads
+# keep its slowest lookups from waiting on read() calls. The writer's and the reader's alike.
+_CACHE_PRAGMAS = ("cache_size = -65536", "mmap_size = 268435456")  # 64 MiB, 256 MiB
+
 
 def _check_not_directory(path: Path) -> None:
     # A stat, never an open: closing any descriptor of the database file drops every POSIX
@@ -32,13 +47,15 @@ def _check_not_directory(path: Path) -> None:
 
 
 class SqliteEngine:
-    """One SQLite connection and the thread that owns it."""
+    """A store's SQLite connections, the writer and the reader, each on its own thread."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path, lock_timeout: float) -> None:
         self._db = db
         self.path = path
         self.lock_timeout = lock_timeout
         self._database: SqliteDatabase | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._read_database: SqliteDatabase | None = None
 
     @classmethod
     async def connect(cls, path: Path, *, lock_timeout: float, create: bool) -> SqliteEngine:
@@ -59,13 +76,14 @@ class SqliteEngine:
         engine = cls(db, path, lock_timeout)
         try:
             await engine._prepare()
+            await engine._open_reader()
         except sqlite3.DatabaseError as error:
-            await db.close()
+            await engine.close()
             raise CorruptStoreError(
                 f"{path} is damaged or not a staffstore database: {error}"
             ) from error
         except BaseException:
-            await db.close()
+            await engine.close()
             raise
         return engine
 
@@ -77,11 +95,24 @@ class SqliteEngine:
         await self._db.execute("PRAGMA journal_mode = WAL")
         await self._db.execute("PRAGMA synchronous = NORMAL")
         await self._db.execute("PRAGMA foreign_keys = ON")
-        # The gate reads index and claim pages at random: a larger page cache and memory-mapped
-        # reads keep its slowest lookups from waiting on read() calls.
-        await self._db.execute("PRAGMA cache_size = -65536")  # 64 MiB
-        await self._db.execute("PRAGMA mmap_size = 268435456")  # 256 MiB
+        for pragma in _CACHE_PRAGMAS:
+            await self._db.execute(f"PRAGMA {pragma}")
         await self.migrate()
+
+    async def _open_reader(self) -> None:
+        """Open the read connection, on a file the writer has checked and migrated."""
+        mode = await self._fetchone("PRAGMA journal_mode")
+        if mode is None or str(mode[0]).lower() != "wal":
+            return  # ":memory:": another connection would open another, empty database
+        try:
+            reader = await aiosqlite.connect(self.path, isolation_level=None)
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open {self.path}: {error}") from error
+        self._reader = reader  # closed by close() from here on, whatever follows fails
+        await reader.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
+        await reader.execute("PRAGMA query_only = ON")
+        for pragma in _CACHE_PRAGMAS:
+            await reader.execute(f"PRAGMA {pragma}")
 
     async def _check_ours(self) -> None:
         """Refuse a SQLite file another program made, before anything is written to it.
@@ -140,7 +171,13 @@ class SqliteEngine:
         return version
 
     async def close(self) -> None:
-        await self._db.close()
+        # The reader first: the writer, closed last, checkpoints the WAL and removes it, as
+        # the last connection to a file does.
+        try:
+            if self._reader is not None:
+                await self._reader.close()
+        finally:
+            await self._db.close()
 
     async def defer_checkpoints(self, fallback_pages: int) -> None:
         """Leave WAL checkpoints to another connection (see checkpointer.py); checkpoint here
@@ -186,4 +223,23 @@ class SqliteEngine:
         # aiosqlite has no public call for this; _execute (untyped) queues a function for the
         # thread that owns the connection, as each of aiosqlite's own methods does.
         result: T = await self._db._execute(on_thread)  # type: ignore[no-untyped-call]
+        return result
+
+    async def run_read(self, work: Callable[[Database], T]) -> T:
+        """Run `work`, which only reads, on the reader's thread, in one read transaction (see
+        the module's docstring); on the writer's thread where there is no reader.
+
+        `work` waits for no write, and no write waits for it; other reads wait for it.
+        """
+        reader = self._reader
+        if reader is None:
+            return await self.run(work)
+
+        def on_thread() -> T:
+            if self._read_database is None:
+                self._read_database = SqliteDatabase(reader._conn, self.path, read_only=True)
+            with self._read_database.reading():
+                return work(self._read_database)
+
+        result: T = await reader._execute(on_thread)  # type: ignore[no-untyped-call]
         return result
