@@ -3,11 +3,12 @@
 A claims file holds one JSON object a line with the fields of a NewClaim (`owner`, `question`
 and `answer` required). Reading is a first pass that validates every line before anything is
 stored, keeping the valid claims in a temporary file rather than in memory, so a file of any
-length is imported in about the memory of one batch. By default one bad line (invalid UTF-8,
-malformed JSON, a failing field) rejects the whole file with an ImportFileError naming the bad
-lines; with `skip_bad` they are skipped and counted. Blank lines are ignored. The second pass
-stores through `StaffStore.ensure_claims`, so identity is by content and importing the same
-file twice adds nothing.
+length is imported in about the memory of two batches (one written while the next is keyed). By
+default one bad line (invalid UTF-8, malformed JSON, a failing field) rejects the whole file
+with an ImportFileError naming the bad lines; with `skip_bad` they are skipped and counted.
+Blank lines are ignored. The second pass stores through `StaffStore.add_claims` (ensure_claims
+without the Claims it returns), so identity is by content and importing the same file twice
+adds nothing; each batch is keyed while the one before it is written.
 """
 
 from __future__ import annotations
