@@ -46,7 +46,7 @@ async def bench(
     count: int, samples: int, seed: int, server: ThrowawayPostgres
 ) -> dict[str, object]:
     claims = make_claims(count, seed)
-    queries = make_queries(claims, samples, seed)
+    queries = make_queries([claim["question"] for claim in claims], samples, seed)
     with tempfile.TemporaryDirectory(prefix="staffstore-bench-backends-") as scratch:
         source = Path(scratch) / "claims.jsonl"
         source.write_text("".join(json.dumps(c) + "\n" for c in claims), encoding="utf-8")

@@ -51,6 +51,8 @@ class Database(Protocol):
     #: Where the store is, as messages name it: a file's path, or a URL without its password.
     label: str
     dialect: Dialect
+    #: The most parameters one statement may bind.
+    max_parameters: int
 
     @property
     def search(self) -> ClaimSearch:
@@ -119,6 +121,8 @@ class SqliteDatabase:
         self.label = str(path)
         self.read_only = read_only
         self.search = SqliteClaimSearch(self)
+        # 32,766 since SQLite 3.32, 999 before; a build may set its own.
+        self.max_parameters = connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._guarded(lambda: self.connection.execute(sql, params).fetchall())
