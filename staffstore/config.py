@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .store.importer import BATCH_SIZE, NAMED_BAD_LINES
+from .store.importer import NAMED_BAD_LINES
 from .store.location import StoreAddress, store_address
 from .upstream import DEFAULT_BASE_URL, DEFAULT_MODEL
 from .working_set import DEFAULT_BUDGET
@@ -26,8 +26,9 @@ DB_FILENAME = "staffstore.db"
 class Settings:
     """The defaults of the command line; one instance, `DEFAULTS`, holds them all."""
 
-    #: Claims stored per transaction by an import (the importer's own default).
-    import_batch_size: int = BATCH_SIZE
+    #: Claims stored per transaction by an import (None: the importer's default for the
+    #: store's backend).
+    import_batch_size: int | None = None
     #: How many bad lines an import error names before it only counts them.
     bad_lines_named: int = NAMED_BAD_LINES
     list_limit: int = 50

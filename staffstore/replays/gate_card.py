@@ -42,7 +42,10 @@ METHOD = (
     "versions, dates and times, names, negation and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, and the question's focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
-    "slot. It then aligns the two questions' remaining words softly (a static word "
+    "slot; two spellings of one value agree (a full date in any common notation, time and "
+    'number shorthand such as "yday", "last wk", "Jan \'25" or "currently" for "right now", a '
+    'repository named without its owner, "the event-bus repo" / "northwind/event-bus"). '
+    "It then aligns the two questions' remaining words softly (a static word "
     "similarity, word rarity, learned filler words that a paraphrase adds or drops; an "
     'acronym typed in capitals against the words whose initials it takes, "FRT" / "first '
     'response time"), and refuses two words that traded places, a reordering beyond one '

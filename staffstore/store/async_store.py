@@ -636,8 +636,13 @@ def _insert_rows(db: Database, insert: str, marks: str, rows: Sequence[Sequence[
     Not executemany's one statement a row: FTS5 writes out the words it has gathered at the
     end of every statement (at the statement's savepoint), so the claims' trigger wrote a
     segment a claim, and merged them; 3 of the 5 seconds 100,000 claims took to insert.
+    PostgreSQL has no such cost, and psycopg pipelines executemany: there one statement of a
+    thousand rows planned anew each time made 30,000 claims take 13.0 s against 7.6 s.
     """
     if not rows:
+        return
+    if db.dialect != "sqlite":
+        db.executemany(insert + marks, rows)
         return
     per_statement = max(1, min(_ROWS_PER_INSERT, db.max_parameters // len(rows[0])))
     for start in range(0, len(rows), per_statement):
