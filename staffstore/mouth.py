@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import UpstreamError
 from .gate import query_first, reuse_kept_sync
-from .gate.query_first import MAX_TURN_CHARS
+from .gate.kept_reuse import prompt_to_keep
 from .gate.relative_time import same_period
 from .identity import content_hash
 from .models import (
@@ -46,7 +46,6 @@ from .models import (
 from .state.config import DEFAULT_AGENT
 from .state.working import working_state_section
 from .store import StaffStore
-from .store.kept_prompts import KeptPrompt
 from .store.sync_store import KeptAnswer, TurnRecord
 from .working_set import DEFAULT_BUDGET, DEFAULT_SYSTEM, Budgets, build_working_set, token_counter
 from .working_set.story import refresh_story
@@ -349,17 +348,11 @@ async def ensure_mouth(
     )  # fmt: skip
     kept_answer = None
     if key is not None and cache is not None and cache.keep and _finished(reply):
-        # A context-free question keeps its words too, for the reworded questions to come.
-        kept_prompt = (
-            KeptPrompt(turn.text, context)
-            if context is not None and len(turn.text) <= MAX_TURN_CHARS
-            else None
-        )
         kept_answer = KeptAnswer(
             owner=turn.owner, namespace=ASK_NAMESPACE, request_hash=key, receipt_id=receipt.id,
             model=receipt.model, answer=reply.text, created_at=started,
             expires_at=started + timedelta(seconds=cache.ttl) if cache.ttl is not None else None,
-            prompt=kept_prompt,
+            prompt=prompt_to_keep(turn.text, context),
         )  # fmt: skip
     # The receipt, the session's messages, the kept answer and the recalls in one
     # transaction: a kept answer never exists without the receipt of the call that paid for it.

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from ..models import Claim, Decision, Turn
 from ..store.fts_tokens import fts_tokens
-from ..store.kept_prompts import PromptCandidate
+from ..store.kept_prompts import KeptPrompt, PromptCandidate
 from ..store.sync_store import KeptAnswer, SyncStore
 from ..text.matching import normalize
 from .query_first import MAX_TURN_CHARS, decide, unaskable
@@ -31,6 +31,15 @@ KEPT_CANDIDATES = 20
 #: The longest kept answer read as a candidate (a claim's answer may be no longer).
 MAX_ANSWER_CHARS = 200_000
 _ID_PREFIX = "kept:"
+
+
+def prompt_to_keep(text: str | None, context_key: str | None) -> KeptPrompt | None:
+    """The prompt a kept answer keeps for the reworded questions to come: that of a
+    context-free request (`context_key` not None) whose question the gate can read (no longer
+    than MAX_TURN_CHARS; a longer one is served to its exact repeats only, and not stored twice)."""
+    if text is None or context_key is None or len(text) > MAX_TURN_CHARS:
+        return None
+    return KeptPrompt(text, context_key)
 
 
 def asked_tokens(text: str) -> list[str]:

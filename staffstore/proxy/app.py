@@ -70,7 +70,7 @@ from ..errors import (
     UpstreamUnreachableError,
 )
 from ..gate import query_first_sync, reuse_kept_sync, warm_up
-from ..gate.query_first import MAX_TURN_CHARS
+from ..gate.kept_reuse import prompt_to_keep
 from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
 from ..mouth import new_receipt_id
@@ -79,7 +79,6 @@ from ..state.secrets import Scrubber
 from ..state.working import working_state_section
 from ..store import StaffStore
 from ..store.checkpointer import FALLBACK_PAGES, Checkpointer
-from ..store.kept_prompts import KeptPrompt
 from ..store.promote import promote_receipt
 from ..store.retention import retention_cutoff
 from ..store.sync_store import KeptAnswer, PaidOrigin, SyncStore, TurnRecord
@@ -598,13 +597,12 @@ class Proxy:
         return JSONResponse(completion_body(answer, model), headers=headers)
 
     def _with_prompt(self, chat: ChatRequest, kept: KeptAnswer | None) -> KeptAnswer | None:
-        """The kept answer with its prompt, when a reworded question may reuse it: the
-        request was context-free and paraphrase reuse is on (the gate reads no longer turn)."""
-        if kept is None or not self.config.paraphrase_reuse or chat.context_key is None:
+        """The kept answer with its prompt, when a reworded question may reuse it: paraphrase
+        reuse is on and the request keeps one (kept_reuse.prompt_to_keep)."""
+        prompt = prompt_to_keep(chat.turn, chat.context_key)
+        if kept is None or not self.config.paraphrase_reuse or prompt is None:
             return kept
-        if chat.turn is None or len(chat.turn) > MAX_TURN_CHARS:
-            return kept
-        return replace(kept, prompt=KeptPrompt(chat.turn, chat.context_key))
+        return replace(kept, prompt=prompt)
 
     def _prompt_budget(self, chat: ChatRequest) -> int | Budgets:
         """The bounded working set's budget for this request, or WireError (400)."""
