@@ -54,9 +54,6 @@ from .vault_tables import AsyncVaultTables
 #: on its way in, and through the cache a long import would fill it (some 4 KB an entry, up to
 #: 65,536 entries, 240 MB) and push out the entries that repeated turns reuse.
 _uncached_normalize = normalize.__wrapped__
-#: The most claims one INSERT statement stores (see _insert_rows): past about a thousand, a
-#: larger statement saves no more time.
-_ROWS_PER_INSERT = 1_000
 #: How long a write waits for another connection's write lock before it gives up, in seconds.
 DEFAULT_LOCK_TIMEOUT = 5.0
 
@@ -616,7 +613,7 @@ def _insert_claims(
         )
         columns = ", ".join((CLAIM_COLUMNS, "search_key", *extra))
         marks = ", ".join(["?"] * 11 + ["'live'", "?", "?", "NULL", "?"] + ["?"] * len(extra))
-        _insert_rows(db, f"INSERT INTO claims ({columns}) VALUES ", f"({marks})", rows)
+        db.insert_many(f"INSERT INTO claims ({columns}) VALUES ({marks})", rows)
         db.search.after_insert([str(row[0]) for row in rows])
         # In insertion order, so within one batch the later revision is the one that wins.
         db.executemany(
@@ -627,24 +624,3 @@ def _insert_claims(
             supersessions,
         )
     return stored, inserted
-
-
-def _insert_rows(db: Database, insert: str, marks: str, rows: Sequence[Sequence[Any]]) -> None:
-    """Run `insert` (up to VALUES) on many `rows` (each one `marks` of parameters), as few
-    statements as the database's limit on parameters allows, up to _ROWS_PER_INSERT each.
-
-    Not executemany's one statement a row: FTS5 writes out the words it has gathered at the
-    end of every statement (at the statement's savepoint), so the claims' trigger wrote a
-    segment a claim, and merged them; 3 of the 5 seconds 100,000 claims took to insert.
-    PostgreSQL has no such cost, and psycopg pipelines executemany: there one statement of a
-    thousand rows planned anew each time made 30,000 claims take 13.0 s against 7.6 s.
-    """
-    if not rows:
-        return
-    if db.dialect != "sqlite":
-        db.executemany(insert + marks, rows)
-        return
-    per_statement = max(1, min(_ROWS_PER_INSERT, db.max_parameters // len(rows[0])))
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        db.execute(insert + ", ".join([marks] * len(chunk)), [v for row in chunk for v in row])

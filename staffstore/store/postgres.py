@@ -91,8 +91,6 @@ class PostgresDatabase:
     """One pooled psycopg connection (autocommit; write() opens a transaction)."""
 
     dialect: Dialect = "postgresql"
-    #: The wire protocol counts a statement's parameters in 16 bits.
-    max_parameters = 65_535
 
     def __init__(
         self, connection: Any, label: str, lock_timeout: float, *, read_only: bool = False
@@ -140,6 +138,11 @@ class PostgresDatabase:
                 cursor.executemany(_translate(sql), [[_param(p) for p in row] for row in rows])
 
         self._guarded(work)
+
+    def insert_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        # executemany, which psycopg pipelines: statements of a thousand rows, each planned
+        # anew, took 30,000 claims from 7.6 s to 13.0 s here.
+        self.executemany(sql, rows)
 
     @contextmanager
     def write(self, *, erasing: bool = False) -> Iterator[None]:
