@@ -200,53 +200,78 @@ class KeptPromptTables:
     ) -> list[PromptCandidate]:
         """The owner's kept prompts in this namespace and context that hold any of `tokens`
         (FTS5 unicode61 tokens), whose kept answer is unexpired and no older than `max_age`
-        seconds: at most `limit`, those sharing the most tokens first, then the newest."""
+        seconds: at most `limit`, those sharing the most tokens first, then the newest.
+
+        Two reads: the prompts of the newest FETCH_LIMIT matches, ranked here, then the kept
+        answers of the `limit` ranked first. The answers, most of a kept row's bytes, are
+        read for those alone.
+        """
         wanted = sorted({t for t in tokens if t})
         if not wanted or limit < 1:
             return []
         scope = prompt_scope(owner, namespace, context_key)
         moment = now_epoch(now)
-        columns = (
-            "p.id, p.prompt, p.search_key, k.request_hash, k.receipt_id, k.model, k.answer, "
-            "k.created_at, k.expires_at, k.cost_usd"
-        )
+        fresh, fresh_params = kept_fresh("k", moment, max_age)
+        # Every row is checked by owner, namespace and context key, not by the scope alone.
         joined = (
             "JOIN kept_answers k ON k.owner = p.owner AND k.namespace = p.namespace "
             "AND k.request_hash = p.request_hash "
-            "WHERE p.owner = ? AND p.namespace = ? AND p.context_key = ?"
+            f"WHERE p.owner = ? AND p.namespace = ? AND p.context_key = ?{fresh}"
         )
-        fresh, fresh_params = kept_fresh("k", moment, max_age)
-        joined += fresh
         params: list[Any] = [owner, namespace, context_key, *fresh_params]
         if self.db.dialect == "sqlite":
+            # The matches drive the join (CROSS JOIN keeps that order): the planner otherwise
+            # walks every kept prompt of the owner's namespace by its index and tests each
+            # against the list, a cost that grows with all the owner has kept (3.4 ms against
+            # 0.9 for 2,000 matching prompts among 22,000 of one owner).
             words = " OR ".join(fts_phrase(t) for t in wanted)
             rows = self.db.fetchall(
-                f"SELECT {columns} FROM kept_prompts p {joined} AND p.id IN ("
-                "SELECT rowid FROM kept_prompts_fts WHERE kept_prompts_fts MATCH ? "
-                "ORDER BY rowid DESC LIMIT ?)",
-                (*params, f"scope : {fts_phrase(scope)} AND {{prompt search_key}} : ({words})",
-                 FETCH_LIMIT),
+                "SELECT p.id, p.prompt, p.search_key FROM (SELECT rowid AS id "
+                "FROM kept_prompts_fts WHERE kept_prompts_fts MATCH ? "
+                "ORDER BY rowid DESC LIMIT ?) AS found "
+                f"CROSS JOIN kept_prompts p ON p.id = found.id {joined}",
+                (f"scope : {fts_phrase(scope)} AND {{prompt search_key}} : ({words})",
+                 FETCH_LIMIT, *params),
             )  # fmt: skip
         else:
             # The matching ids first, once (MATERIALIZED), as the vault's lookup does.
             rows = self.db.fetchall(
                 "WITH found AS MATERIALIZED (SELECT DISTINCT t.prompt_id FROM kept_prompt_terms t "
                 "WHERE t.scope = ? AND t.token = ANY(?) ORDER BY t.prompt_id DESC LIMIT ?) "
-                f"SELECT {columns} FROM found JOIN kept_prompts p ON p.id = found.prompt_id "
-                f"{joined}",
+                "SELECT p.id, p.prompt, p.search_key FROM found "
+                f"JOIN kept_prompts p ON p.id = found.prompt_id {joined}",
                 (scope, wanted, FETCH_LIMIT, *params),
             )
         asked = set(wanted)
 
         def shared(row: Sequence[Any]) -> int:
-            return len(asked & (set(fts_tokens(str(row[1]))) | set(fts_tokens(str(row[2])))))
+            return len(asked.intersection(fts_tokens(str(row[1])) + fts_tokens(str(row[2]))))
 
-        ranked = sorted(rows, key=lambda row: (-shared(row), -int(row[0])))[:limit]
-        return [_candidate(row) for row in ranked]
+        chosen = [int(row[0]) for row in sorted(rows, key=lambda r: (-shared(r), -int(r[0])))]
+        chosen = chosen[:limit]
+        if not chosen:
+            return []
+        # By id alone: with the owner's terms in the WHERE the planner walks the owner's
+        # index again. The rows still say whose they are, and are checked here.
+        marks = ", ".join("?" for _ in chosen)
+        found = self.db.fetchall(
+            "SELECT p.owner, p.namespace, p.context_key, p.id, p.prompt, k.request_hash, "
+            "k.receipt_id, k.model, k.answer, k.created_at, k.expires_at, k.cost_usd "
+            "FROM kept_prompts p JOIN kept_answers k ON k.owner = p.owner "
+            "AND k.namespace = p.namespace AND k.request_hash = p.request_hash "
+            f"WHERE p.id IN ({marks}){fresh}",
+            (*chosen, *fresh_params),
+        )
+        by_id = {
+            int(row[3]): row[3:]
+            for row in found
+            if tuple(row[:3]) == (owner, namespace, context_key)
+        }
+        return [_candidate(by_id[pid]) for pid in chosen if pid in by_id]
 
 
 def _candidate(row: Sequence[Any]) -> PromptCandidate:
-    (pid, prompt, _key, request_hash, receipt_id, model, answer, created_at, expires_at,
+    (pid, prompt, request_hash, receipt_id, model, answer, created_at, expires_at,
      cost_usd) = row  # fmt: skip
     return PromptCandidate(
         id=int(pid), prompt=str(prompt), request_hash=str(request_hash),
