@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from staffstore.errors import ImportFileError, InputError
+from staffstore.gate import query_first
+from staffstore.models import Turn
 from staffstore.store import StaffStore
 from staffstore.store.importer import (
+    COMPACT_AFTER,
     describe_bad_lines,
     import_claims,
     new_claim,
@@ -156,6 +161,33 @@ async def test_claims_are_stored_across_many_batches(store: StaffStore) -> None:
         report = await store_claims(store, parsed, batch_size=700)
         assert report.added == 3_000
         assert await store.count_claims("acme") == 3_000
+
+
+def fts_segments(db: Path) -> int:
+    """How many segments the claims' FTS5 index is in (each holds at least one idx row)."""
+    with closing(sqlite3.connect(db)) as connection:
+        return int(
+            connection.execute("SELECT count(DISTINCT segid) FROM claims_fts_idx").fetchone()[0]
+        )
+
+
+async def test_a_bulk_import_leaves_the_index_in_one_segment(
+    store: StaffStore, tmp_path: Path
+) -> None:
+    lines = "".join(claim_line(n) + "\n" for n in range(COMPACT_AFTER)).encode()
+    with parse_claims(io.BytesIO(lines)) as parsed:
+        assert (await store_claims(store, parsed, batch_size=1_000)).added == COMPACT_AFTER
+    assert fts_segments(tmp_path / "staffstore.db") == 1
+    found = await query_first(store, Turn(owner="acme", text="What does job 4321 report?"))
+    assert found.hit and found.claim is not None
+    assert found.claim.question == "what does job 4321 report"
+
+
+async def test_a_small_import_leaves_the_index_as_it_is(store: StaffStore, tmp_path: Path) -> None:
+    lines = "".join(claim_line(n) + "\n" for n in range(3_000)).encode()
+    with parse_claims(io.BytesIO(lines)) as parsed:
+        await store_claims(store, parsed, batch_size=300)
+    assert fts_segments(tmp_path / "staffstore.db") > 1  # a segment per transaction, merged by 4
 
 
 async def test_a_batch_size_below_one_is_refused(store: StaffStore) -> None:

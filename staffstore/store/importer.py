@@ -8,7 +8,8 @@ default one bad line (invalid UTF-8, malformed JSON, a failing field) rejects th
 with an ImportFileError naming the bad lines; with `skip_bad` they are skipped and counted.
 Blank lines are ignored. The second pass stores through `StaffStore.add_claims` (ensure_claims
 without the Claims it returns), so identity is by content and importing the same file twice
-adds nothing; each batch is keyed while the one before it is written.
+adds nothing; each batch is keyed while the one before it is written. An import that adds
+COMPACT_AFTER claims or more ends by merging the claims' full-text index (search.py compact).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ BATCH_SIZE = 20_000
 #: PostgreSQL's batch: no commit rewrites random pages there, and larger batches were slower
 #: (30,000 claims: 6.0 s in batches of 5,000, 10.8 s in batches of 20,000).
 POSTGRES_BATCH_SIZE = 5_000
+#: An import that adds this many claims merges the full-text index when it ends (at 1,000,000
+#: claims 1.8 s more, for lookups that read one segment instead of ten): below it, the index
+#: holds too few new segments to be worth rewriting whole.
+COMPACT_AFTER = 10_000
 #: A batch also ends at this many bytes of claims, so long answers do not make it large.
 BATCH_BYTES = 16 * 1024 * 1024
 #: How many bad lines an import error names before it only counts them.
@@ -251,6 +256,8 @@ async def store_claims(
         # (committed or rolled back whole) before the import does.
         if writing is not None and not writing.done():
             await asyncio.wait([writing])
+    if added >= COMPACT_AFTER:
+        await store.compact_claim_index()
     present = stored - added
     return ImportReport(
         name=parsed.name, added=added, present=present, skipped=parsed.bad_count, bad=parsed.bad

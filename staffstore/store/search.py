@@ -61,6 +61,11 @@ class ClaimSearch(Protocol):
         """Bring the index of these claims up to their new search keys (inside a write)."""
         ...
 
+    def compact(self) -> None:
+        """Bring the index to the shape lookups read fastest, after a bulk write (inside a
+        write); it may take seconds at a million claims."""
+        ...
+
     def holding_all(
         self, owner: str, groups: Sequence[Sequence[str]], limit: int, *, key: str | None = None
     ) -> list[Claim]:
@@ -110,6 +115,13 @@ class SqliteClaimSearch:
 
     def after_rekey(self, rowids: Sequence[int]) -> None:
         return None  # by trigger
+
+    def compact(self) -> None:
+        # FTS5 writes each transaction's terms as a new segment and merges them by levels, so
+        # a bulk import leaves about ten segments and every term lookup reads each of them.
+        # Merged into one, the gate's first lookup at 1,000,000 claims took 0.19 ms instead
+        # of 0.35 (0.18 against 0.46 for the match alone); the merge took 1.8 s.
+        self.db.execute("INSERT INTO claims_fts (claims_fts) VALUES ('optimize')")
 
     def _matching(
         self, match: str, owner: str, limit: int, *, ranked: bool, where: str = "", params: Any = ()
@@ -194,6 +206,9 @@ class PostgresClaimSearch:
     def after_insert(self, claim_ids: Sequence[str]) -> None:
         for start in range(0, len(claim_ids), 1000):
             self._index_terms("c.id = ANY(?)", [list(claim_ids[start : start + 1000])])
+
+    def compact(self) -> None:
+        return None  # the doclists are a B-tree (claim_terms): nothing is left to merge
 
     def after_rekey(self, rowids: Sequence[int]) -> None:
         for start in range(0, len(rowids), 500):

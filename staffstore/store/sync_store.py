@@ -177,6 +177,11 @@ class SyncStore(
         known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
         return [(word, counts[word]) for word in known], len(counts) == len(unique)
 
+    def compact_claim_index(self) -> None:
+        """Merge the claims' full-text index after a bulk write, in one write transaction."""
+        with self.db.write():
+            self.db.search.compact()
+
     # -- search keys ---------------------------------------------------------------------------
 
     def rekey_claims(self, version: int) -> int:
