@@ -366,6 +366,53 @@ def test_report_quotes_the_proxy_benchmark_ledger(tmp_path: Path) -> None:
     assert f"| claim hit | {written['hit_claim']['p50_ms']:.2f} ms |" in text
 
 
+def _latency(p50: float, p99: float, p999: float, worst: float, rate: float) -> dict[str, float]:
+    return {"p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": worst, "per_second": rate}
+
+
+def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
+    folder = tmp_path / "bench-ledgers"
+    folder.mkdir()
+    one = {
+        "claim_hit": _latency(1.234, 2.5, 9.876, 12.0, 700.0),
+        "bare_starlette": _latency(0.31, 0.5, 0.9, 1.0, 3000.0),
+        "miss": _latency(8.0, 20.0, 40.0, 41.0, 90.0),
+        "direct_to_upstream": _latency(0.4, 0.8, 1.0, 1.1, 2500.0),
+    }
+    result = {
+        "claims": 1_000_000,
+        "by_clients": {"1": one, "50": one},
+        "database_mib": {"imported": 495.4, "after_series": 512.6},
+        "proxy_startup_seconds": 3.25,
+        "resident_mib": {"before_first_request": 250.2, "after_series": 330.0, "peak": 331.0},
+        "chat_requests_to_proxy": 10_000,
+        "gc_pauses": {
+            "all": {"count": 40, "over_5_ms": 2, "longest_ms": {"over": 25.0, "at_most": 50.0}}
+        },
+        "meets_targets": {
+            "claim-hit p99.9 <= 10 ms, 50 clients": True,
+            "resident memory after 10,000 requests <= 100 MiB": False,
+        },
+    }
+    (folder / "bench-proxy-scale.json").write_text(
+        json.dumps({"benchmark": "proxy-scale", "results": [result]}), encoding="utf-8"
+    )
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    text = results_markdown(read_ledgers(folder))
+    assert (
+        "| 1,000,000 | 50 | 1.23 / 2.50 / 9.88 / 12.00 ms | 0.31 / 0.90 ms "
+        "| 8.00 / 20.00 / 40.00 ms | 0.40 / 0.80 ms | 700 / 90 |"
+    ) in text
+    assert (
+        "| 1,000,000 | 495 MiB / 513 MiB | 3.25 s | 250 MiB / 330 MiB after 10,000 requests "
+        "| 40 (2, 25-50 ms) |"
+    ) in text
+    assert "| claim-hit p99.9 <= 10 ms, 50 clients | met |" in text
+    assert "| resident memory after 10,000 requests <= 100 MiB | not met |" in text
+
+
 def test_report_quotes_the_postgresql_benchmark_ledgers(tmp_path: Path) -> None:
     folder = tmp_path / "bench-ledgers"
     folder.mkdir()
