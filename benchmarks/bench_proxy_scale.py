@@ -4,14 +4,24 @@ For each size, a store of that many synthetic claims for one owner (bench_store.
 imported by the project's importer in a process of its own, as bench_store.py does; one
 database per size, which every series below uses), served by the three servers of
 bench_proxy.py: the fake upstream, the proxy in front of it, and a bare Starlette app (the
-floor). Under 1 and under 50 concurrent clients (each connection sends its next request as soon
-as it is answered), it times claim hits (stored questions in lower case, each asked once),
-misses (stored questions with their last word changed, each new), the same misses sent straight
-to the fake upstream, and the bare app: p50, p99, p99.9 and the worst of each. Every hit is
-checked to be a hit and every miss a miss (X-Staffstore-Outcome). Also: the database's size,
-the proxy's start-up time, its resident memory (VmRSS) before its first request and after the
-series' 10,000, and the garbage collector's pauses during the series as its /metrics counts
-them. Results go to ledgers/bench-proxy-scale.json (`--out` elsewhere). Run:
+floor). It times claim hits (stored questions in lower case, each asked once), misses (stored
+questions with their last word changed, each new), the same misses sent straight to the fake
+upstream, and the bare app, in two ways:
+
+- closed loop, under 1 and under 50 clients: each connection sends its next request as soon as
+  the last is answered. Under 50 this is the throughput, and a request's time there is mostly
+  its wait behind the other 49 (latency at saturation), not its own.
+- open loop, 50 connections: requests arrive on a fixed schedule (Poisson, at --hit-rate and
+  --miss-rate a second, well under the closed loop's throughput), each timed from the moment
+  it was due to be sent, so a stall delays, and counts against, every request due during it
+  (no coordinated omission). Issue 41's target for the hits' p99.9 is judged on this series.
+
+p50, p99, p99.9 and the worst of each. Every hit is checked to be a hit and every miss a miss
+(X-Staffstore-Outcome). Also: the database's size, the proxy's start-up time, its resident
+memory before its first request and after the series' 10,000 (VmRSS, and how much of it is
+anonymous, file-backed and shared: RssAnon, RssFile, RssShmem; the store maps its database
+file), and the garbage collector's pauses during the series as its /metrics counts them.
+Results go to ledgers/bench-proxy-scale.json (`--out` elsewhere). Run:
 `.venv/bin/python benchmarks/bench_proxy_scale.py [--sizes 100000,1000000] [--requests 10000]`;
 `make bench-quick` runs 10,000 claims and 2,000 requests into
 ledgers/bench-proxy-scale-quick.json.
@@ -57,7 +67,9 @@ METRICS_KEY = "sk-bench-metrics"
 CHAT = "/v1/chat/completions"
 UPSTREAM_CHAT = "/api/v1/chat/completions"
 #: The issue's targets (issue 41). Its figures are set at 1,000,000 claims and 50 clients (the
-#: hits' p99.9) and at 100,000 claims (the pauses); each size is judged by all of them here.
+#: hits' p99.9, judged on the open-loop series: under the closed loop a request's time is its
+#: queue) and at 100,000 claims (the pauses); each size is judged by all of them here. The
+#: resident memory is judged on VmRSS, what top shows, with its split recorded beside it.
 TARGETS = {
     "hit_p999_ms_50_clients": 10.0,
     "resident_mib_after_requests": 100.0,
@@ -65,9 +77,21 @@ TARGETS = {
     "gc_pause_ms": 5.0,
 }
 #: How the series' requests to the proxy are shared out of --requests (10,000 by default, the
-#: issue's count for the resident-memory reading). The hits under 50 clients get the most:
-#: their p99.9 is a target, and it is more than the worst few only over thousands.
-SHARES = {"warm": 0.05, "hits_1": 0.2, "hits_many": 0.45, "misses_1": 0.1, "misses_many": 0.2}
+#: issue's count for the resident-memory reading). The open-loop hits get the most: their
+#: p99.9 is a target, and it is more than the worst few only over thousands. The open-loop
+#: misses are few: at 25 a second each of them costs the run 40 ms.
+SHARES = {
+    "warm": 0.05,
+    "hits_1": 0.15,
+    "hits_many": 0.2,
+    "hits_open": 0.35,
+    "misses_1": 0.08,
+    "misses_many": 0.1,
+    "misses_open": 0.07,
+}
+#: The open loop's comparison, the bare app at the same rate, gets this fraction of the hits
+#: (it shows what the client and this machine add to a tail; it need not be as long).
+BARE_OPEN_SHARE = 1 / 3
 #: Each series is sent in this many slices, taking turns with its comparison (the bare app for
 #: hits, the fake upstream for misses), so a noisy moment on this shared machine lands on both.
 ROUNDS = 5
@@ -105,6 +129,105 @@ async def timed(run: Run, bodies: Sequence[bytes], clients: int) -> tuple[list[f
         for connection in connections:
             connection.close()
     return times, time.perf_counter() - started
+
+
+class Scheduled(NamedTuple):
+    """An open-loop slice's milliseconds per request: from its due time (`times`), from its
+    write (`service`), the client's lateness in writing it (`lag`); and its seconds."""
+
+    times: list[float]
+    service: list[float]
+    lag: list[float]
+    seconds: float
+
+
+async def scheduled(
+    run: Run, bodies: Sequence[bytes], clients: int, rate: float, rng: random.Random
+) -> Scheduled:
+    """Send `bodies` over `clients` keep-alive connections at Poisson arrivals of `rate` a
+    second (open loop: the schedule is fixed beforehand and does not wait for answers; a
+    request due while every connection is busy waits for the first free one). Each request's
+    milliseconds from when it was due (`times`), from when it was written (`service`), how late
+    the client wrote it (`lag`), and the seconds from the first due time to the last answer."""
+    connections = [await Connection.open(run.port) for _ in range(min(clients, len(bodies)))]
+    due_at, moment = [], 0.0
+    for _ in bodies:
+        moment += rng.expovariate(rate)
+        due_at.append(moment)
+    queue: asyncio.Queue[tuple[bytes, float] | None] = asyncio.Queue()
+    times: list[float] = []
+    service: list[float] = []
+    lag: list[float] = []
+
+    async def dispatch(start: float) -> None:
+        for body, offset in zip(bodies, due_at, strict=True):
+            due = start + offset
+            wait = due - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            queue.put_nowait((body, due))
+        for _ in connections:
+            queue.put_nowait(None)
+
+    async def send(connection: Connection) -> None:
+        while (item := await queue.get()) is not None:
+            body, due = item
+            sent = time.perf_counter()
+            status, headers, _ = await connection.post(run.path, body, run.key)
+            answered = time.perf_counter()
+            times.append((answered - due) * 1000)
+            service.append((answered - sent) * 1000)
+            lag.append((sent - due) * 1000)
+            assert status == 200, status
+            if run.expect is not None:
+                assert headers.get("x-staffstore-outcome") == run.expect, headers
+
+    start = time.perf_counter() + 0.01
+    try:
+        await asyncio.gather(dispatch(start), *(send(connection) for connection in connections))
+    finally:
+        for connection in connections:
+            connection.close()
+    return Scheduled(times, service, lag, time.perf_counter() - start)
+
+
+async def open_loop(
+    series: list[tuple[Run, Sequence[bytes]]], clients: int, rate: float, seed: int
+) -> list[dict[str, Any]]:
+    """Each series at `rate` a second in ROUNDS slices, one slice of each in turn (as
+    taking_turns); a summary of each, timed from the due times, with the time from the write
+    (`service`) and the client's lateness in writing (`send_lag_ms`) beside it."""
+    rng = random.Random(seed)
+    found = [Scheduled([], [], [], 0.0) for _ in series]
+    for round_number in range(ROUNDS):
+        for index, (run, bodies) in enumerate(series):
+            part = bodies[
+                round_number * len(bodies) // ROUNDS : (round_number + 1) * len(bodies) // ROUNDS
+            ]
+            taken = await scheduled(run, part, clients, rate, rng)
+            so_far = found[index]
+            found[index] = Scheduled(
+                so_far.times + taken.times,
+                so_far.service + taken.service,
+                so_far.lag + taken.lag,
+                so_far.seconds + taken.seconds,
+            )
+    return [
+        {
+            **_summary(taken.times),
+            "service": {
+                key: value for key, value in _summary(taken.service).items() if key.endswith("_ms")
+            },
+            "send_lag_ms": {
+                "p50": round(statistics.median(taken.lag), 3),
+                "p99": round(_percentile(taken.lag, 0.99), 3),
+                "max": round(max(taken.lag), 3),
+            },
+            "offered_per_second": rate,
+            "per_second": round(len(taken.times) / taken.seconds, 1),
+        }
+        for taken in found
+    ]
 
 
 async def taking_turns(
@@ -160,17 +283,34 @@ def hits_and_misses(
     return hit_bodies, miss_texts
 
 
+#: /proc/<pid>/status's fields read, and the names the ledger gives them. VmRSS is their sum:
+#: anonymous memory (the heaps: Python's objects, SQLite's page caches), file-backed pages
+#: (the interpreter's and libraries' code, and the database file SQLite maps) and shared memory.
+STATUS_FIELDS = {
+    "VmRSS": "now",
+    "VmHWM": "peak",
+    "RssAnon": "anon",
+    "RssFile": "file",
+    "RssShmem": "shmem",
+}
+
+
 def resident_mib(pid: int) -> dict[str, float | None]:
-    """The process's resident memory now and its peak, in MiB (None where /proc is not)."""
-    found: dict[str, float | None] = {"VmRSS": None, "VmHWM": None}
+    """The process's resident memory now, its peak and the parts of it now, in MiB (None
+    where /proc is not)."""
+    found: dict[str, float | None] = dict.fromkeys(STATUS_FIELDS.values())
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             name, _, value = line.partition(":")
-            if name in found:
-                found[name] = round(int(value.split()[0]) / 1024, 1)  # kB
+            if name in STATUS_FIELDS:
+                found[STATUS_FIELDS[name]] = round(int(value.split()[0]) / 1024, 1)  # kB
     except OSError:
         pass
-    return {"now": found["VmRSS"], "peak": found["VmHWM"]}
+    return found
+
+
+def _split(memory: dict[str, float | None]) -> dict[str, float | None]:
+    return {key: memory[key] for key in ("anon", "file", "shmem")}
 
 
 def scrape(port: int) -> str:
@@ -250,8 +390,8 @@ def _import(count: int, scratch: Path, seed: int) -> tuple[Path, list[str], floa
 async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     share = {name: round(args.requests * fraction) for name, fraction in SHARES.items()}
     warm_hits, warm_misses = share["warm"] // 2, share["warm"] - share["warm"] // 2
-    hits_wanted = warm_hits + share["hits_1"] + share["hits_many"]
-    misses_wanted = warm_misses + share["misses_1"] + share["misses_many"]
+    hits_wanted = warm_hits + share["hits_1"] + share["hits_many"] + share["hits_open"]
+    misses_wanted = warm_misses + share["misses_1"] + share["misses_many"] + share["misses_open"]
     if hits_wanted + misses_wanted > count:
         raise SystemExit(f"{count:,} claims are too few for {args.requests:,} requests")
     began = time.perf_counter()
@@ -297,6 +437,28 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
                 "direct_to_upstream": straight,
                 "miss_overhead_p50_ms": round(miss["p50_ms"] - straight["p50_ms"], 3),
             }
+        # The open loop: the same number of connections, requests due on a fixed schedule.
+        hits = hits_left[: share["hits_open"]]
+        bare_hits = hits[: round(len(hits) * BARE_OPEN_SHARE)]
+        claim_hit, bare_hit = await open_loop(
+            [(ours_hit, hits), (floor, bare_hits)], args.clients, args.hit_rate, args.seed + 3
+        )
+        bodies = [_ask(t) for t in misses_left[: share["misses_open"]]]
+        (miss,) = await open_loop(
+            [(ours_miss, bodies)], args.clients, args.miss_rate, args.seed + 4
+        )
+        many = by_clients[str(args.clients)]
+        open_figures = {
+            "clients": args.clients,
+            "claim_hit": claim_hit,
+            "bare_starlette": bare_hit,
+            "miss": miss,
+            # The offered rates as fractions of the closed loop's throughput at this size.
+            "offered_over_closed_loop": {
+                "hits": round(args.hit_rate / many["claim_hit"]["per_second"], 2),
+                "misses": round(args.miss_rate / many["miss"]["per_second"], 2),
+            },
+        }
         memory_after = resident_mib(proxy.pid)
         pauses = pauses_between(scraped_before, scrape(proxy_port))
     finally:
@@ -309,11 +471,11 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
         + warm_misses
         + sum(
             figures[key]["count"]
-            for figures in by_clients.values()
+            for figures in (*by_clients.values(), open_figures)
             for key in ("claim_hit", "miss")
         )
     )
-    hit_p999 = by_clients[str(args.clients)]["claim_hit"]["p999_ms"]
+    hit_p999 = open_figures["claim_hit"]["p999_ms"]
     resident_after = memory_after["now"]
     result = {
         "claims": count,
@@ -321,19 +483,28 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
         "database_mib": {"imported": imported_mib, "after_series": file_mib(db)},
         "proxy_startup_seconds": round(startup_seconds, 3),
         "chat_requests_to_proxy": served,
+        # VmRSS, and its anonymous, file-backed and shared parts (RssAnon, RssFile, RssShmem).
         "resident_mib": {
             "before_first_request": memory_before["now"],
             "after_series": memory_after["now"],
             "peak": memory_after["peak"],
+            "split": {
+                "before_first_request": _split(memory_before),
+                "after_series": _split(memory_after),
+            },
         },
+        # Closed loop: throughput, and under many clients latency at saturation.
         "by_clients": by_clients,
+        # Open loop: latency at a fixed offered rate; the hits' p99.9 target is judged here.
+        "open_loop": open_figures,
         "gc_pauses": pauses,
         # Every figure is compared with its target here, from what was measured just above;
         # a reading that could not be taken (no /proc) fails its target rather than passing.
         "meets_targets": {
-            f"claim-hit p99.9 <= 10 ms, {args.clients} clients": hit_p999
-            <= TARGETS["hit_p999_ms_50_clients"],
-            f"resident memory after {served:,} requests <= 100 MiB": resident_after is not None
+            f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
+            f" {args.hit_rate:g}/s": hit_p999 <= TARGETS["hit_p999_ms_50_clients"],
+            f"resident memory (VmRSS) after {served:,} requests <= 100 MiB": resident_after
+            is not None
             and resident_after <= TARGETS["resident_mib_after_requests"],
             "claim-hit p50 within 2x the bare app, 1 client": by_clients["1"][
                 "hit_p50_ratio_over_bare"
@@ -358,6 +529,11 @@ def _print(result: dict[str, Any]) -> None:
         f" {result['resident_mib']['after_series']} MiB after"
         f" {result['chat_requests_to_proxy']:,} requests"
     )
+    for moment, split in result["resident_mib"]["split"].items():
+        print(
+            f"  {moment}: anon {split['anon']} MiB, file {split['file']} MiB,"
+            f" shmem {split['shmem']} MiB"
+        )
     for clients, figures in result["by_clients"].items():
         for label, key in (
             ("claim hit", "claim_hit"),
@@ -371,6 +547,20 @@ def _print(result: dict[str, Any]) -> None:
                 f"  p99.9 {f['p999_ms']:7.2f}  max {f['max_ms']:7.2f} ms"
                 f"  ({f['per_second']:,.0f}/s)"
             )
+    figures = result["open_loop"]
+    for label, key in (
+        ("claim hit", "claim_hit"),
+        ("bare app ", "bare_starlette"),
+        ("miss     ", "miss"),
+    ):
+        f = figures[key]
+        print(
+            f"  {figures['clients']:>2} open at {f['offered_per_second']:g}/s {label}"
+            f"  p50 {f['p50_ms']:7.2f}  p99 {f['p99_ms']:7.2f}"
+            f"  p99.9 {f['p999_ms']:7.2f}  max {f['max_ms']:7.2f} ms"
+            f"  (service p99.9 {f['service']['p999_ms']:.2f} ms,"
+            f" send lag p99 {f['send_lag_ms']['p99']:.2f} ms, {f['per_second']:,.0f}/s)"
+        )
     every = result["gc_pauses"]["all"]
     print(
         f"  collections {every['count']}, over 5 ms {every['over_5_ms']},"
@@ -400,12 +590,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "requests": args.requests,
             "shares": SHARES,
             "concurrent_clients": args.clients,
-            "client": "raw HTTP/1.1 keep-alive over asyncio streams, one process; each "
-            "connection sends its next request as soon as it is answered, so under many "
-            "clients a request's time includes its wait behind the others",
+            "client": "raw HTTP/1.1 keep-alive over asyncio streams, one process",
+            "closed_loop": "by_clients: each connection sends its next request as soon as it "
+            "is answered, so under many clients a request's time includes its wait behind the "
+            "others: the throughput, and latency at saturation",
+            "open_loop": {
+                "connections": args.clients,
+                "arrivals": "Poisson (exponential gaps, seeded), fixed before the series; a "
+                "request due while every connection is busy waits for the first free one",
+                "hit_rate_per_second": args.hit_rate,
+                "miss_rate_per_second": args.miss_rate,
+                "bare_app": f"at the hits' rate, {BARE_OPEN_SHARE:.2f} as many requests",
+                "timed_from": "each request's due time, so a stall counts against every "
+                "request due during it (no coordinated omission); `service` is timed from the "
+                "write and `send_lag_ms` is how late the client wrote (its event loop's timer "
+                "resolution is about 1 ms)",
+                "judges": "issue 41's claim-hit p99.9 target, at the hits' rate",
+            },
             "hits": "stored questions in lower case without the question mark, each once",
             "misses": "stored questions with the last word changed for one never stored, "
-            "each once; the same bodies are sent straight to the fake upstream",
+            "each once; in the closed loop the same bodies are sent straight to the fake "
+            "upstream",
             "note": "client, proxy, fake upstream and bare app share the machine's cores",
         },
         "targets": TARGETS,
@@ -420,6 +625,12 @@ def main() -> int:
         "--requests", type=int, default=10_000, help="chat requests to the proxy per size"
     )
     parser.add_argument("--clients", type=int, default=50, help="concurrent connections")
+    parser.add_argument(
+        "--hit-rate", type=float, default=200.0, help="open loop: claim hits offered a second"
+    )
+    parser.add_argument(
+        "--miss-rate", type=float, default=25.0, help="open loop: misses offered a second"
+    )
     parser.add_argument("--seed", type=int, default=11, help="bench_store.py's claims' seed")
     parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-proxy-scale.json")
     args = parser.parse_args()

@@ -39,9 +39,12 @@ from .paraphrase_report import (
 from .scale_report import (
     LATENCY_ALIGN,
     LATENCY_HEADINGS,
+    OPEN_ALIGN,
+    OPEN_HEADINGS,
     SIZE_ALIGN,
     SIZE_HEADINGS,
     latency_rows,
+    open_rows,
     size_rows,
     target_headings,
     target_rows,
@@ -638,14 +641,28 @@ def _scale_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
     scale = benchmarks.get("proxy-scale")
     if scale is None:
         return []
-    return [
+    lines = [
         "",
         "Proxy at scale (`benchmarks/bench_proxy_scale.py`, ledgers/bench-proxy-scale.json; "
+        "client, proxy, fake upstream and bare app share this machine's cores). Closed loop: "
         "each client sends its next request when answered, so under many a request's time "
-        "includes its wait behind the others; client, proxy, fake upstream and bare app share "
-        "this machine's cores):",
+        "includes its wait behind the others (the throughput, and latency at saturation):",
         "",
         *_table(LATENCY_HEADINGS, LATENCY_ALIGN, latency_rows(scale)),
+    ]
+    opened = open_rows(scale)
+    if opened:
+        lines += [
+            "",
+            "Open loop: requests due on a fixed schedule (Poisson arrivals at the rates shown, "
+            "under the closed loop's throughput above), each timed from when it was due, so a "
+            "stall counts against every request due during it; the hits' p99.9 target is "
+            "judged here:",
+            "",
+            *_table(OPEN_HEADINGS, OPEN_ALIGN, opened),
+        ]
+    return [
+        *lines,
         "",
         *_table(SIZE_HEADINGS, SIZE_ALIGN, size_rows(scale)),
         "",
