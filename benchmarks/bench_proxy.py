@@ -72,7 +72,12 @@ def serve_fake(ready: Any) -> None:
 
 
 def serve_proxy(
-    ready: Any, db: str, upstream_url: str, access_log: str, log_dir: str | None = None
+    ready: Any,
+    db: str,
+    upstream_url: str,
+    access_log: str,
+    log_dir: str | None = None,
+    metrics_key: str | None = None,
 ) -> None:
     from staffstore.proxy.app import create_app
     from staffstore.proxy.config import OwnerKey, ServeConfig, hash_key
@@ -88,6 +93,8 @@ def serve_proxy(
         access_log=access_log != "off",
         access_log_format="json" if access_log == "json" else "text",
         access_log_file=Path(log_dir or Path(db).parent) / "access.log",
+        # GET /metrics (the collector's pauses) only for the benchmarks that read it.
+        metrics_key_sha256=hash_key(metrics_key) if metrics_key else None,
     )
     _uvicorn(create_app(config), ready)
 

@@ -366,6 +366,105 @@ def test_report_quotes_the_proxy_benchmark_ledger(tmp_path: Path) -> None:
     assert f"| claim hit | {written['hit_claim']['p50_ms']:.2f} ms |" in text
 
 
+def _latency(p50: float, p99: float, p999: float, worst: float, rate: float) -> dict[str, float]:
+    return {"p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": worst, "per_second": rate}
+
+
+def _closed_loop() -> dict[str, dict[str, float]]:
+    return {
+        "claim_hit": _latency(1.234, 2.5, 9.876, 12.0, 700.0),
+        "bare_starlette": _latency(0.31, 0.5, 0.9, 1.0, 3000.0),
+        "miss": _latency(8.0, 20.0, 40.0, 41.0, 90.0),
+        "direct_to_upstream": _latency(0.4, 0.8, 1.0, 1.1, 2500.0),
+    }
+
+
+def _scale_markdown(tmp_path: Path, result: dict[str, Any]) -> str:
+    """The results' markdown from a proxy-at-scale ledger of one size (and one pairs ledger,
+    without which the report finds nothing to read)."""
+    folder = tmp_path / "bench-ledgers"
+    folder.mkdir()
+    (folder / "bench-proxy-scale.json").write_text(
+        json.dumps({"benchmark": "proxy-scale", "results": [result]}), encoding="utf-8"
+    )
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    return results_markdown(read_ledgers(folder))
+
+
+def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
+    one = _closed_loop()
+    result = {
+        "claims": 1_000_000,
+        "by_clients": {"1": one, "50": one},
+        "database_mib": {"imported": 495.4, "after_series": 512.6},
+        "proxy_startup_seconds": 3.25,
+        "open_loop": {
+            "clients": 50,
+            "claim_hit": {
+                **_latency(1.5, 4.0, 8.25, 9.5, 200.0),
+                "offered_per_second": 200.0,
+                "service": {"p999_ms": 7.5},
+                "send_lag_ms": {"p99": 1.25},
+            },
+            "bare_starlette": _latency(0.5, 1.0, 2.0, 2.5, 200.0),
+            "miss": {**_latency(10.0, 30.0, 60.0, 70.0, 25.0), "offered_per_second": 25.0},
+        },
+        "resident_mib": {
+            "before_first_request": 250.2,
+            "after_series": 330.0,
+            "peak": 331.0,
+            "split": {
+                "before_first_request": {"anon": 180.4, "file": 69.8, "shmem": 0.0},
+                "after_series": {"anon": 250.0, "file": 80.0, "shmem": 0.0},
+            },
+        },
+        "chat_requests_to_proxy": 10_000,
+        "gc_pauses": {
+            "all": {"count": 40, "over_5_ms": 2, "longest_ms": {"over": 25.0, "at_most": 50.0}}
+        },
+        "meets_targets": {
+            "claim-hit p99.9 <= 10 ms, 50 clients, open loop at 200/s": True,
+            "resident memory (VmRSS) after 10,000 requests <= 100 MiB": False,
+        },
+    }
+    text = _scale_markdown(tmp_path, result)
+    assert (
+        "| 1,000,000 | 50 | 1.23 / 2.50 / 9.88 / 12.00 ms | 0.31 / 0.90 ms "
+        "| 8.00 / 20.00 / 40.00 ms | 0.40 / 0.80 ms | 700 / 90 |"
+    ) in text
+    assert (
+        "| 1,000,000 | 50, 200 / 25 | 1.50 / 4.00 / 8.25 / 9.50 ms | 0.50 / 2.00 ms "
+        "| 10.00 / 30.00 / 60.00 / 70.00 ms | 7.50 ms, 1.25 ms |"
+    ) in text
+    assert (
+        "| 1,000,000 | 495 MiB / 513 MiB | 3.25 s | 250 MiB / 330 MiB after 10,000 requests "
+        "| 180 / 70 / 0 -> 250 / 80 / 0 MiB | 40 (2, 25-50 ms) |"
+    ) in text
+    assert "| claim-hit p99.9 <= 10 ms, 50 clients, open loop at 200/s | met |" in text
+    assert "| resident memory (VmRSS) after 10,000 requests <= 100 MiB | not met |" in text
+
+
+def test_report_reads_a_proxy_at_scale_ledger_without_the_open_loop(tmp_path: Path) -> None:
+    # A ledger written before the open loop and the memory split were measured still reads.
+    one = _closed_loop()
+    result = {
+        "claims": 100_000,
+        "by_clients": {"1": one},
+        "database_mib": {"imported": 49.6, "after_series": 51.0},
+        "proxy_startup_seconds": 1.5,
+        "resident_mib": {"before_first_request": 250.2, "after_series": 330.0, "peak": 331.0},
+        "chat_requests_to_proxy": 10_000,
+        "gc_pauses": {"all": {"count": 0, "over_5_ms": 0, "longest_ms": None}},
+        "meets_targets": {},
+    }
+    text = _scale_markdown(tmp_path, result)
+    assert "Open loop" not in text
+    assert "| 100,000 | 50 MiB / 51 MiB | 1.50 s | 250 MiB / 330 MiB after 10,000 requests " in text
+    assert "| - -> - MiB | 0 (0, none) |" in text
+
+
 def test_report_quotes_the_postgresql_benchmark_ledgers(tmp_path: Path) -> None:
     folder = tmp_path / "bench-ledgers"
     folder.mkdir()

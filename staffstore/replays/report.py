@@ -36,6 +36,19 @@ from .paraphrase_report import (
     paraphrase_explanation,
     paraphrase_row,
 )
+from .scale_report import (
+    LATENCY_ALIGN,
+    LATENCY_HEADINGS,
+    OPEN_ALIGN,
+    OPEN_HEADINGS,
+    SIZE_ALIGN,
+    SIZE_HEADINGS,
+    latency_rows,
+    open_rows,
+    size_rows,
+    target_headings,
+    target_rows,
+)
 from .session_report import (
     SESSION_HEADINGS,
     SESSION_REPLAYS,
@@ -284,8 +297,8 @@ class Ledgers:
     wakeups: dict[str, WakeupsLedger] = field(default_factory=dict)
     #: The workflow-runs replay's ledger, by name (see memory_report.MEMORY_REPLAYS).
     memory: dict[str, WorkflowRunsLedger] = field(default_factory=dict)
-    #: The benchmark ledgers (bench-store.json, bench-proxy.json, bench-backends.json,
-    #: bench-replicas.json) as written, when present.
+    #: The benchmark ledgers (bench-store.json, bench-proxy.json, bench-proxy-scale.json,
+    #: bench-backends.json, bench-replicas.json) as written, when present.
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The workday-dev replay's ledger, when present.
     dev: DevLedger | None = None
@@ -339,7 +352,7 @@ def read_ledgers(folder: Path) -> Ledgers:
         found.pairs.append(read_ledger(path, PairsLedger))
     for path in sorted(folder.glob(TRAIN_GLOB)):
         found.workday.append(read_ledger(path, DevLedger))
-    for name in ("store", "proxy", "backends", "replicas", "long-session"):
+    for name in ("store", "proxy", "proxy-scale", "backends", "replicas", "long-session"):
         path = folder / f"bench-{name}.json"
         if path.exists():
             try:
@@ -618,8 +631,43 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             "",
             *_table(["request", "p50", "p99"], "lrr", rows),
         ]
+    lines += _scale_lines(benchmarks)
     lines += _backend_lines(benchmarks)
     return lines
+
+
+def _scale_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
+    """The proxy over large stores (bench_proxy_scale.py): latency, weight, targets."""
+    scale = benchmarks.get("proxy-scale")
+    if scale is None:
+        return []
+    lines = [
+        "",
+        "Proxy at scale (`benchmarks/bench_proxy_scale.py`, ledgers/bench-proxy-scale.json; "
+        "client, proxy, fake upstream and bare app share this machine's cores). Closed loop: "
+        "each client sends its next request when answered, so under many a request's time "
+        "includes its wait behind the others (the throughput, and latency at saturation):",
+        "",
+        *_table(LATENCY_HEADINGS, LATENCY_ALIGN, latency_rows(scale)),
+    ]
+    opened = open_rows(scale)
+    if opened:
+        lines += [
+            "",
+            "Open loop: requests due on a fixed schedule (Poisson arrivals at the rates shown, "
+            "under the closed loop's throughput above), each timed from when it was due, so a "
+            "stall counts against every request due during it; the hits' p99.9 target is "
+            "judged here:",
+            "",
+            *_table(OPEN_HEADINGS, OPEN_ALIGN, opened),
+        ]
+    return [
+        *lines,
+        "",
+        *_table(SIZE_HEADINGS, SIZE_ALIGN, size_rows(scale)),
+        "",
+        *_table(target_headings(scale), "l" + "r" * len(scale["results"]), target_rows(scale)),
+    ]
 
 
 def _p50_p99(figures: dict[str, Any]) -> str:

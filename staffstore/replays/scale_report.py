@@ -1,0 +1,134 @@
+"""The proxy-at-scale benchmark's ledger (bench-proxy-scale.json) as the report reads it.
+
+Four tables' rows, each read from the ledger as `benchmarks/bench_proxy_scale.py` wrote it:
+the closed loop's latency and throughput by store size and number of clients (under many
+clients, latency at saturation), the open loop's latency at a fixed offered rate (on which the
+hits' p99.9 target is judged), what each size's store and server weigh (resident memory split
+into anonymous, file-backed and shared), and whether each of issue 41's targets held at each
+size. report.py lays them out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LATENCY_HEADINGS = [
+    "claims", "clients (closed loop)", "claim hit p50 / p99 / p99.9 / worst",
+    "bare app p50 / p99.9", "miss p50 / p99 / p99.9", "straight to the upstream p50 / p99",
+    "hits / misses per second",
+]  # fmt: skip
+LATENCY_ALIGN = "rrrrrrr"
+OPEN_HEADINGS = [
+    "claims", "connections, hits / misses offered a second",
+    "claim hit p50 / p99 / p99.9 / worst", "bare app p50 / p99.9",
+    "miss p50 / p99 / p99.9 / worst", "claim hit p99.9 from the write, client's send lag p99",
+]  # fmt: skip
+OPEN_ALIGN = "rrrrrr"
+SIZE_HEADINGS = [
+    "claims", "database imported / after", "proxy start-up",
+    "resident memory (VmRSS) before / after", "anonymous / file / shared, before -> after",
+    "collections (over 5 ms, longest)",
+]  # fmt: skip
+SIZE_ALIGN = "rrrrrr"
+
+
+def _ms(figures: dict[str, Any], *keys: str) -> str:
+    return " / ".join(f"{figures[key]:.2f}" for key in keys) + " ms"
+
+
+def latency_rows(ledger: dict[str, Any]) -> list[list[str]]:
+    """One row per store size and number of clients."""
+    rows = []
+    for result in ledger["results"]:
+        for clients, f in result["by_clients"].items():
+            rows.append(
+                [
+                    f"{result['claims']:,}",
+                    clients,
+                    _ms(f["claim_hit"], "p50_ms", "p99_ms", "p999_ms", "max_ms"),
+                    _ms(f["bare_starlette"], "p50_ms", "p999_ms"),
+                    _ms(f["miss"], "p50_ms", "p99_ms", "p999_ms"),
+                    _ms(f["direct_to_upstream"], "p50_ms", "p99_ms"),
+                    f"{f['claim_hit']['per_second']:,.0f} / {f['miss']['per_second']:,.0f}",
+                ]
+            )
+    return rows
+
+
+def open_rows(ledger: dict[str, Any]) -> list[list[str]]:
+    """One row per store size: the open loop's latency at its offered rates (none for a ledger
+    written before the open loop was measured)."""
+    rows = []
+    for result in ledger["results"]:
+        f = result.get("open_loop")
+        if f is None:
+            continue
+        hit, miss = f["claim_hit"], f["miss"]
+        rows.append(
+            [
+                f"{result['claims']:,}",
+                f"{f['clients']}, {hit['offered_per_second']:g} / {miss['offered_per_second']:g}",
+                _ms(hit, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
+                _ms(f["bare_starlette"], "p50_ms", "p999_ms"),
+                _ms(miss, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
+                f"{hit['service']['p999_ms']:.2f} ms, {hit['send_lag_ms']['p99']:.2f} ms",
+            ]
+        )
+    return rows
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} MiB"
+
+
+def _parts(split: dict[str, float | None] | None) -> str:
+    if split is None:
+        return "-"
+    return " / ".join(
+        "-" if split[k] is None else f"{split[k]:.0f}" for k in ("anon", "file", "shmem")
+    )
+
+
+def longest_pause(bucket: dict[str, float | None] | None) -> str:
+    """The histogram's bucket the longest pause fell in."""
+    if bucket is None:
+        return "none"
+    if bucket["at_most"] is None:
+        return f"over {bucket['over']:g} ms"
+    return f"{bucket['over']:g}-{bucket['at_most']:g} ms"
+
+
+def size_rows(ledger: dict[str, Any]) -> list[list[str]]:
+    """One row per store size: its database, the proxy's start-up, memory and pauses."""
+    rows = []
+    for result in ledger["results"]:
+        disk, memory, pauses = result["database_mib"], result["resident_mib"], result["gc_pauses"]
+        every = pauses["all"]
+        rows.append(
+            [
+                f"{result['claims']:,}",
+                f"{_mib(disk['imported'])} / {_mib(disk['after_series'])}",
+                f"{result['proxy_startup_seconds']:.2f} s",
+                f"{_mib(memory['before_first_request'])} / {_mib(memory['after_series'])}"
+                f" after {result['chat_requests_to_proxy']:,} requests",
+                f"{_parts(memory.get('split', {}).get('before_first_request'))} ->"
+                f" {_parts(memory.get('split', {}).get('after_series'))} MiB",
+                f"{every['count']} ({every['over_5_ms']}, {longest_pause(every['longest_ms'])})",
+            ]
+        )
+    return rows
+
+
+def target_headings(ledger: dict[str, Any]) -> list[str]:
+    return ["target", *(f"{result['claims']:,} claims" for result in ledger["results"])]
+
+
+def _met(flag: bool | None) -> str:
+    return "-" if flag is None else "met" if flag else "not met"
+
+
+def target_rows(ledger: dict[str, Any]) -> list[list[str]]:
+    """One row per target as the benchmark judged it, and whether it held at each size."""
+    results = ledger["results"]
+    names = list(results[0]["meets_targets"]) if results else []
+    return [[name, *(_met(r["meets_targets"].get(name)) for r in results)] for name in names]
