@@ -565,24 +565,18 @@ class KeyedClaim(NamedTuple):
     key: str
 
 
-def identify_claims(claims: Sequence[NewClaim]) -> list[tuple[str, str]]:
-    """Each claim's identity and its question's search key: the slow part of storing claims
-    (a hash of its fields, and the question normalised), which needs no connection (an
-    import runs it in worker processes)."""
-    return [(claim_id(claim), _uncached_normalize(claim.question).key) for claim in claims]
+def search_keys(questions: Sequence[str]) -> list[str]:
+    """The search key of each question: the slow part of storing claims (each normalised),
+    which needs no connection, nor the claims (an import runs it in worker processes)."""
+    return [_uncached_normalize(question).key for question in questions]
 
 
-def key_claims(
-    claims: Sequence[NewClaim], identified: Sequence[tuple[str, str]] | None = None
-) -> list[KeyedClaim]:
-    """Each claim with its identity and search key (`identified`: identify_claims of them,
+def key_claims(claims: Sequence[NewClaim], keys: Sequence[str] | None = None) -> list[KeyedClaim]:
+    """Each claim with its identity and search key (`keys`: search_keys of their questions,
     when already made)."""
-    if identified is None:
-        identified = identify_claims(claims)
-    return [
-        KeyedClaim(identity, claim, key)
-        for claim, (identity, key) in zip(claims, identified, strict=True)
-    ]
+    if keys is None:
+        keys = search_keys([claim.question for claim in claims])
+    return [KeyedClaim(claim_id(c), c, key) for c, key in zip(claims, keys, strict=True)]
 
 
 def _insert_claims(

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from ..errors import ImportFileError, InputError
 from ..models import NewClaim, Progress
-from .async_store import KeyedClaim, StaffStore, identify_claims, key_claims
+from .async_store import KeyedClaim, StaffStore, key_claims, search_keys
 
 #: The fields a claims line may carry; `owner`, `question` and `answer` are required.
 CLAIM_FIELDS = tuple(NewClaim.model_fields)
@@ -238,21 +238,22 @@ async def keyed_batches(
     # "spawn": the importing process runs the store's threads, which a fork would copy in
     # whatever state they were.
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    keying: deque[tuple[list[NewClaim], asyncio.Future[list[tuple[str, str]]]]] = deque()
+    keying: deque[tuple[list[NewClaim], asyncio.Future[list[str]]]] = deque()
     try:
         for batch in parsed.batches(batch_size):
-            keying.append((batch, loop.run_in_executor(pool, identify_claims, batch)))
+            questions = [claim.question for claim in batch]
+            keying.append((batch, loop.run_in_executor(pool, search_keys, questions)))
             # One batch a worker in flight: memory stays at a few batches, and every worker
             # has the next one while the oldest is stored.
             if len(keying) > workers:
-                claims, identified = keying.popleft()
-                yield key_claims(claims, await identified)
+                claims, keys = keying.popleft()
+                yield key_claims(claims, await keys)
         while keying:
-            claims, identified = keying.popleft()
-            yield key_claims(claims, await identified)
+            claims, keys = keying.popleft()
+            yield key_claims(claims, await keys)
     finally:
-        for _claims, identified in keying:
-            identified.cancel()
+        for _claims, keys in keying:
+            keys.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
