@@ -174,13 +174,12 @@ def bench_pair_model(queries: list[str], questions: list[str], pairs: int) -> di
 
 #: measure_import's child: imports the claims file argv[2] into a new store at argv[1], as
 #: `staffstore claims import` does, and prints its time, CPU time, peak resident size and
-#: every garbage collection's pause (its own; the keying workers' CPU time apart). Only the
-#: store and the importer are loaded, not the gate.
+#: every garbage collection's pause. Only the store and the importer are loaded, not the gate.
 _IMPORT = """
 import asyncio, json, resource, sys, time
 from staffstore.proxy.heap import CollectionPauses
 from staffstore.store import StaffStore
-from staffstore.store.importer import keying_workers, read_claims, store_claims
+from staffstore.store.importer import read_claims, store_claims
 
 pauses = {"all": [], "full": []}
 
@@ -191,7 +190,7 @@ def record(generation, seconds):
 
 async def main():
     async with StaffStore.open(sys.argv[1]) as store:
-        await store_claims(store, parsed, workers=keying_workers(parsed.count))
+        await store_claims(store, parsed)
 
 timer = CollectionPauses(record)
 timer.start()
@@ -208,10 +207,7 @@ try:
         peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 except (OSError, StopIteration):
     peak = used.ru_maxrss
-# The keying workers' CPU time too (they have ended: store_claims waits for them).
-workers = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": seconds, "cpu_seconds": used.ru_utime + used.ru_stime,
-                  "workers_cpu_seconds": workers.ru_utime + workers.ru_stime,
                   "peak_kib": peak, "pauses": pauses}))
 """
 
@@ -294,7 +290,6 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         "import_claims_per_second": round(count / import_seconds, 1),
         # The import's own process: CPU beside wall time, since the machine may be shared.
         "import_cpu_seconds": round(imported["cpu_seconds"], 3),
-        "import_workers_cpu_seconds": round(imported["workers_cpu_seconds"], 3),
         "import_peak_rss_mib": imported["peak_rss_mib"],
         "import_gc_pauses": imported["gc_pauses"],
         "database_mib": size,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import multiprocessing
-import os
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
@@ -20,10 +18,8 @@ from staffstore.models import Turn
 from staffstore.store import StaffStore
 from staffstore.store.importer import (
     COMPACT_AFTER,
-    PARALLEL_AFTER,
     describe_bad_lines,
     import_claims,
-    keying_workers,
     new_claim,
     parse_claims,
     read_claims,
@@ -192,31 +188,6 @@ async def test_a_small_import_leaves_the_index_as_it_is(store: StaffStore, tmp_p
     with parse_claims(io.BytesIO(lines)) as parsed:
         await store_claims(store, parsed, batch_size=300)
     assert fts_segments(tmp_path / "staffstore.db") > 1  # a segment per transaction, merged by 4
-
-
-async def test_worker_processes_key_an_import_as_the_importing_process_does(
-    tmp_path: Path,
-) -> None:
-    lines = "".join(claim_line(n, answer=f"answer {n}") + "\n" for n in range(3_000))
-    stored = {}
-    for workers in (0, 2):
-        db = tmp_path / f"workers-{workers}.db"
-        async with StaffStore.open(db) as opened:
-            with parse_claims(io.BytesIO(lines.encode())) as parsed:
-                report = await store_claims(opened, parsed, batch_size=400, workers=workers)
-        assert report.added == 3_000
-        with closing(sqlite3.connect(db)) as connection:
-            stored[workers] = connection.execute(
-                "SELECT rowid, id, search_key, answer FROM claims ORDER BY rowid"
-            ).fetchall()
-    assert len(stored[2]) == 3_000 and stored[2] == stored[0]
-    assert multiprocessing.active_children() == []  # the workers are gone
-
-
-def test_only_a_large_import_is_keyed_by_workers() -> None:
-    assert keying_workers(PARALLEL_AFTER - 1) == 0
-    cores = len(os.sched_getaffinity(0))
-    assert keying_workers(PARALLEL_AFTER) == cores - 1
 
 
 async def test_a_batch_size_below_one_is_refused(store: StaffStore) -> None:

@@ -28,14 +28,7 @@ from ..store.corrections import (
     supersede_claim,
     unretract_claim,
 )
-from ..store.importer import (
-    ImportReport,
-    describe_bad_lines,
-    keying_workers,
-    new_claim,
-    read_claims,
-    store_claims,
-)
+from ..store.importer import ImportReport, describe_bad_lines, new_claim, read_claims, store_claims
 from ..store.promote import promote_receipt
 from .app import (
     JsonOption,
@@ -197,7 +190,6 @@ def claims_import(
                     report = await store_claims(
                         store, parsed, skip_bad=skip_bad,
                         batch_size=DEFAULTS.import_batch_size, progress=progress,
-                        workers=keying_workers(parsed.count),
                     )  # fmt: skip
         return report, notes["never_served"], notes["dated"]
 

@@ -259,7 +259,7 @@ class StaffStore(
         """
         moment = now_epoch(now)
         # Keys first: normalising is the slow part, and it needs no lock.
-        batch = key_claims(list(claims))
+        batch = key_claims(claims)
         # Which claims are already stored is read inside the write transaction: read before
         # it, another process (a second import, `claims add`, the proxy) could store one of
         # them in between, and the insert would then break the unique id.
@@ -565,18 +565,13 @@ class KeyedClaim(NamedTuple):
     key: str
 
 
-def search_keys(questions: Sequence[str]) -> list[str]:
-    """The search key of each question: the slow part of storing claims (each normalised),
-    which needs no connection, nor the claims (an import runs it in worker processes)."""
-    return [_uncached_normalize(question).key for question in questions]
-
-
-def key_claims(claims: Sequence[NewClaim], keys: Sequence[str] | None = None) -> list[KeyedClaim]:
-    """Each claim with its identity and search key (`keys`: search_keys of their questions,
-    when already made)."""
-    if keys is None:
-        keys = search_keys([claim.question for claim in claims])
-    return [KeyedClaim(claim_id(c), c, key) for c, key in zip(claims, keys, strict=True)]
+def key_claims(claims: Iterable[NewClaim]) -> list[KeyedClaim]:
+    """Each claim with its identity and search key: the slow part of storing claims (each
+    question normalised), which needs no connection."""
+    return [
+        KeyedClaim(claim_id(claim), claim, _uncached_normalize(claim.question).key)
+        for claim in claims
+    ]
 
 
 def _insert_claims(

@@ -17,12 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import multiprocessing
-import os
 import tempfile
-from collections import deque
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +29,7 @@ from pydantic import ValidationError
 
 from ..errors import ImportFileError, InputError
 from ..models import NewClaim, Progress
-from .async_store import KeyedClaim, StaffStore, key_claims, search_keys
+from .async_store import StaffStore, key_claims
 
 #: The fields a claims line may carry; `owner`, `question` and `answer` are required.
 CLAIM_FIELDS = tuple(NewClaim.model_fields)
@@ -51,11 +47,6 @@ POSTGRES_BATCH_SIZE = 5_000
 #: claims 1.8 s more, for lookups that read one segment instead of ten): below it, the index
 #: holds too few new segments to be worth rewriting whole.
 COMPACT_AFTER = 10_000
-#: `claims import` of at least this many claims keys its batches in worker processes:
-#: normalising the questions is most of an import's time, and it holds the GIL, so on the
-#: importing process it overlapped little with the writes (1,000,000 claims: 105 s of CPU in
-#: 97 s). Below it, starting the workers (about a second) costs more than they save.
-PARALLEL_AFTER = 50_000
 #: A batch also ends at this many bytes of claims, so long answers do not make it large.
 BATCH_BYTES = 16 * 1024 * 1024
 #: How many bad lines an import error names before it only counts them.
@@ -218,45 +209,6 @@ def read_claims(source: str | Path | BinaryIO, *, inspect: Inspect | None = None
         raise InputError(f"{source}: cannot be read ({error.strerror or error})") from None
 
 
-def keying_workers(count: int) -> int:
-    """How many worker processes key an import of `count` claims: a core each but one, which
-    the importing process keeps for reading the file and writing (0: none, keyed here)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 0 if count < PARALLEL_AFTER else max((cores or 1) - 1, 0)
-
-
-async def keyed_batches(
-    parsed: ParsedClaims, batch_size: int, workers: int
-) -> AsyncGenerator[list[KeyedClaim], None]:
-    """The file's claims keyed (key_claims), `batch_size` a list, in file order: by `workers`
-    processes, each keying a batch while the caller stores the one before, or (0) here."""
-    if workers < 1:
-        for batch in parsed.batches(batch_size):
-            yield key_claims(batch)
-        return
-    loop = asyncio.get_running_loop()
-    # "spawn": the importing process runs the store's threads, which a fork would copy in
-    # whatever state they were.
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    keying: deque[tuple[list[NewClaim], asyncio.Future[list[str]]]] = deque()
-    try:
-        for batch in parsed.batches(batch_size):
-            questions = [claim.question for claim in batch]
-            keying.append((batch, loop.run_in_executor(pool, search_keys, questions)))
-            # One batch a worker in flight: memory stays at a few batches, and every worker
-            # has the next one while the oldest is stored.
-            if len(keying) > workers:
-                claims, keys = keying.popleft()
-                yield key_claims(claims, await keys)
-        while keying:
-            claims, keys = keying.popleft()
-            yield key_claims(claims, await keys)
-    finally:
-        for _claims, keys in keying:
-            keys.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 async def store_claims(
     store: StaffStore,
     parsed: ParsedClaims,
@@ -265,13 +217,9 @@ async def store_claims(
     batch_size: int | None = None,
     now: datetime | None = None,
     progress: Progress | None = None,
-    workers: int = 0,
 ) -> ImportReport:
     """Store a parsed claims file, `batch_size` claims a transaction (None: the store's own,
-    BATCH_SIZE on SQLite, POSTGRES_BATCH_SIZE on PostgreSQL), keyed by `workers` processes
-    (0: this one). `claims import` asks keying_workers how many; a program that asks for
-    workers needs the `if __name__ == "__main__":` guard any multiprocessing program needs,
-    since each worker imports its main module.
+    BATCH_SIZE on SQLite, POSTGRES_BATCH_SIZE on PostgreSQL).
 
     With bad lines and without `skip_bad`, nothing is stored and ImportFileError names them.
     `progress` is told the claims stored so far (added or already present) after each batch.
@@ -289,9 +237,9 @@ async def store_claims(
     # before it is written on the store's own thread: still one batch a transaction, in file
     # order, one at a time.
     writing: asyncio.Task[int] | None = None
-    batches = keyed_batches(parsed, batch_size, workers)
     try:
-        async for keyed in batches:
+        for batch in parsed.batches(batch_size):
+            keyed = key_claims(batch)
             if writing is not None:
                 added += await writing
                 if progress is not None:
@@ -304,7 +252,6 @@ async def store_claims(
             if progress is not None:
                 progress(stored, parsed.count)
     finally:
-        await batches.aclose()  # the workers stop, whatever stopped the import
         # Failed or cancelled while the next batch was keyed: the write under way still ends
         # (committed or rolled back whole) before the import does.
         if writing is not None and not writing.done():
