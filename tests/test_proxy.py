@@ -28,6 +28,7 @@ from test_proxy_support import (
 
 from staffstore.errors import InputError, NotFoundError
 from staffstore.models import Receipt, utcnow
+from staffstore.proxy.heap import YOUNG_THRESHOLD
 from staffstore.store import StaffStore
 from staffstore.store.promote import promote_receipt
 from staffstore.testing import FakeOpenRouter
@@ -646,9 +647,11 @@ def _samples(text: str) -> dict[str, float]:
 
 
 def test_the_startup_heap_is_frozen_and_collector_pauses_are_timed(tmp_path: Path) -> None:
-    hooks = len(gc.callbacks)
+    hooks, thresholds = len(gc.callbacks), gc.get_threshold()
     with running_proxy(tmp_path / "gc.db") as running:
-        assert len(gc.callbacks) == hooks + 1
+        # The pause timer, and the freezer of what survives young collections (proxy/heap.py).
+        assert len(gc.callbacks) == hooks + 2
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
         before = _samples(running.get("/metrics", key=METRICS_KEY).text)
         # What the proxy loaded at startup (the gate's trees, the embedding) is left out of
         # collections.
@@ -659,8 +662,9 @@ def test_the_startup_heap_is_frozen_and_collector_pauses_are_timed(tmp_path: Pat
         gc.collect()
         after = _samples(running.get("/metrics", key=METRICS_KEY).text)
         assert after[full] >= before.get(full, 0.0) + 1
-    # Stopped, the proxy no longer hooks the collector.
+    # Stopped, the proxy no longer hooks the collector, and leaves its thresholds as they were.
     assert len(gc.callbacks) == hooks
+    assert gc.get_threshold() == thresholds
 
 
 def test_an_unknown_route_is_an_openai_shaped_404(server: Server) -> None:
