@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -242,8 +243,9 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     queries = make_queries(questions, samples, seed)
     del questions
     # What `staffstore serve` does before its first request (proxy/heap.py): load the word
-    # tables and the embedding, then collect and freeze what is alive, so later collections
-    # walk only what lookups make. Frozen too here: the harness's own queries.
+    # tables and the embedding, then collect and freeze what is alive, and from then on what
+    # survives a young collection (the gate's caches), so full collections walk only what
+    # lookups made last. Frozen too here: the harness's own queries.
     warm_up()
     freeze_startup_heap()
     latencies, hits = [], 0
@@ -267,6 +269,9 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
             if pair.calls > scored:
                 paired_ms.append(elapsed)
         pauses.stop()
+    # What a full collection would walk now (tracked objects in the collector's generations),
+    # and what is left out of them (frozen): the gate's caches, mostly.
+    heap_objects = {"tracked": len(gc.get_objects()), "frozen": gc.get_freeze_count()}
     thaw_startup_heap()
 
     lines = "".join(json.dumps({"owner": "bench", "text": q}) + "\n" for q in queries * 2)
@@ -313,6 +318,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         },
         # Every collection during the timed lookups (all generations, and the full ones).
         "gc_pauses": lookup_pauses,
+        "heap_objects": heap_objects,
         "batch_jsonl": {
             "queries": batch_queries,
             "answered": answered,
@@ -353,8 +359,11 @@ async def main() -> None:
                 f" p99 {result['strict_hit_ms'].get('p99', 0):.3f} ms"
                 f" | pair-model turns {result['pair_model_turn_ms']['count']}"
                 f" p99 {result['pair_model_turn_ms'].get('p99', 0):.2f} ms"
-                f" | GCs {gc_all['all']['count']} (p99 {gc_all['all']['p99_ms']:.1f} ms),"
+                f" | GCs {gc_all['all']['count']} (p99 {gc_all['all']['p99_ms']:.1f} ms,"
+                f" max {gc_all['all']['max_ms']:.1f} ms),"
                 f" full {gc_all['full']['count']} up to {gc_all['full']['max_ms']:.0f} ms"
+                f" | objects tracked {result['heap_objects']['tracked']:,}"
+                f" frozen {result['heap_objects']['frozen']:,}"
                 f" | query --jsonl {b['queries_per_second']:.0f}/s"
             )
     report = {
@@ -367,9 +376,10 @@ async def main() -> None:
             "pair_model_turn_p99_ms_at_100k": 25.0,
         },
         # How the in-process lookups were run: as `staffstore serve` runs them.
-        "heap": "collected and frozen after warm-up, as `staffstore serve` does at startup "
-        "(proxy/heap.py freeze_startup_heap); gc_pauses count every collection during the "
-        "timed lookups, import_gc_pauses those of the import's own process",
+        "heap": "collected and frozen after warm-up, and what survives young collections "
+        "frozen from then on, as `staffstore serve` does (proxy/heap.py freeze_startup_heap); "
+        "gc_pauses count every collection during the timed lookups, import_gc_pauses those of "
+        "the import's own process; heap_objects are counted after the timed lookups",
         "pair_model_ms": pair_model,
         "results": results,
     }

@@ -28,6 +28,7 @@ from test_proxy_support import (
 
 from staffstore.errors import InputError, NotFoundError
 from staffstore.models import Receipt, utcnow
+from staffstore.proxy.heap import YOUNG_THRESHOLD, SurvivorFreezer
 from staffstore.store import StaffStore
 from staffstore.store.promote import promote_receipt
 from staffstore.testing import FakeOpenRouter
@@ -645,10 +646,20 @@ def _samples(text: str) -> dict[str, float]:
     }
 
 
+def _freezers() -> int:
+    """How many of the collector's hooks freeze what survives young collections."""
+    return sum(
+        isinstance(getattr(hook, "__self__", None), SurvivorFreezer) for hook in gc.callbacks
+    )
+
+
 def test_the_startup_heap_is_frozen_and_collector_pauses_are_timed(tmp_path: Path) -> None:
-    hooks = len(gc.callbacks)
+    hooks, thresholds = len(gc.callbacks) - _freezers(), gc.get_threshold()
     with running_proxy(tmp_path / "gc.db") as running:
-        assert len(gc.callbacks) == hooks + 1
+        # Its pause timer, and one freezer for the process, however many proxies run in it
+        # (another test's may be running).
+        assert len(gc.callbacks) - _freezers() == hooks + 1 and _freezers() == 1
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
         before = _samples(running.get("/metrics", key=METRICS_KEY).text)
         # What the proxy loaded at startup (the gate's trees, the embedding) is left out of
         # collections.
@@ -659,8 +670,9 @@ def test_the_startup_heap_is_frozen_and_collector_pauses_are_timed(tmp_path: Pat
         gc.collect()
         after = _samples(running.get("/metrics", key=METRICS_KEY).text)
         assert after[full] >= before.get(full, 0.0) + 1
-    # Stopped, the proxy no longer hooks the collector.
-    assert len(gc.callbacks) == hooks
+    # Stopped, the proxy no longer hooks the collector, and leaves its thresholds as they were.
+    assert len(gc.callbacks) - _freezers() == hooks
+    assert gc.get_threshold() == thresholds
 
 
 def test_an_unknown_route_is_an_openai_shaped_404(server: Server) -> None:

@@ -33,6 +33,7 @@ from functools import lru_cache
 from ..models import Claim, Decision, Turn
 from ..store import StaffStore, SyncStore
 from ..store.rows import as_of
+from ..text.interning import QUESTIONS_CACHED
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
 from ..text.words import words
@@ -252,7 +253,7 @@ def _second_look(
     return same, explained
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def names_its_subject(text: str) -> bool:
     """True when the turn names what it is about with an identifier or a number
     ("analytics.orders_daily", "CVE-2024-22262", "March 4"): an "it" or "this" in such a turn
@@ -264,7 +265,7 @@ def names_its_subject(text: str) -> bool:
 _PLAIN_WORD = re.compile(r"\w+")
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def _plain_words(text: str) -> frozenset[str]:
     return frozenset(_PLAIN_WORD.findall(text.casefold()))
 

@@ -25,6 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .interning import QUESTIONS_CACHED
 from .lexicon import canonical
 from .rephrasing import possessive_unfoldings
 from .similarity import similarity, text_cosine
@@ -87,7 +88,7 @@ _NEGATED = re.compile(NEGATION.pattern, re.IGNORECASE)
 _WH = re.compile(r"\b(?:who|when|where|why|what|which|whats)\b", re.IGNORECASE)
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def subject(text: str) -> str:
     """The text without the words that say what kind of answer is wanted ("how many", "what
     caused", "is it true that"): the focus slot compares those, the rest is the subject."""
@@ -156,7 +157,7 @@ class Alignment:
     stored_roles: list[Role]
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def _places(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
     """The keys of the words in a lead-in, in a request wrapped around the question and in a
     topic set before it (each not in the question itself), and of the plain words right beside

@@ -13,6 +13,14 @@ from dataclasses import fields
 from functools import cache
 from typing import Any
 
+#: How many questions' analyses each of the gate's caches keeps (normalize, words, slots, ...).
+#: Their hit rates stop rising by 16,384 entries (benchmarks/bench_store.py's lookups, 10,000
+#: turns: normalize 88.6% at 10,000 claims, 68.9% at 100,000; slots 32.8% and 14.2%, the same
+#: as at 65,536), and every entry stays in memory, frozen (proxy/heap.py). At 65,536 each, a
+#: process held 845,000 frozen objects and 683 MiB after 30,000 turns at 100,000 claims, still
+#: growing; at 16,384, 367,000 and 455 MiB, level from 16,000 turns on.
+QUESTIONS_CACHED = 16_384
+
 #: The one empty frozenset the analyses hold (CPython makes a new one for each frozenset()).
 EMPTY: frozenset[Any] = frozenset()
 

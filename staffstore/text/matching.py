@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from .interning import share_empty_sets
+from .interning import QUESTIONS_CACHED, share_empty_sets
 from .lexicon import (
     COMMON_CONTENT,
     COUNTS,
@@ -100,7 +100,7 @@ class Normalized:
 KEY_VERSION = 13
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def normalize(text: str) -> Normalized:
     """Reduce a question to canonical words and content words (cached: turns repeat)."""
     raw, in_path = tokens_and_marks(text)

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .interning import QUESTIONS_CACHED
 from .words import FUNCTION_WORDS
 
 #: Prepositions that attach a noun's modifier after it ("the size of X" is "X's size"). "for"
@@ -394,7 +395,7 @@ def _open_word(token: str) -> bool:
     return bool(word) and not trailing and word.lower() not in FUNCTION_WORDS
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def possessive_unfoldings(text: str) -> tuple[str, ...]:
     """The text with its first possessive unfolded into an of-phrase ("does the prod-web ALB's
     target group have" -> "does the target group of prod-web ALB have"), once for each length

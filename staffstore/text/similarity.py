@@ -121,7 +121,9 @@ def text_cosine(a: str, b: str) -> float:
     return float(text_vector(a) @ text_vector(b))
 
 
-@lru_cache(maxsize=400_000)
+# Two words' forms: 48% of calls hit at 65,536 entries and at 400,000 alike (10,000 turns at
+# 100,000 claims), and each entry is an object the frozen heap keeps.
+@lru_cache(maxsize=65_536)
 def form_similarity(a: Word, b: Word) -> float:
     """How surely two words are one word written two ways (0 when the form says nothing)."""
     if a.key == b.key:

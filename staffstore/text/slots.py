@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from .interning import share_empty_sets
+from .interning import QUESTIONS_CACHED, share_empty_sets
 from .lexicon import NUMBER_WORDS, canonical
 from .spelling import same_word
 from .words import (
@@ -360,7 +360,7 @@ _WHICH_CAUSED = re.compile(
 )
 
 
-@lru_cache(maxsize=65_536)  # read for the focus, the places and the lead-in numbers
+@lru_cache(maxsize=QUESTIONS_CACHED)  # read for the focus, the places and the lead-in numbers
 def split_lead(text: str) -> tuple[str, str]:
     """(lead-in, question) when a separator sets a question apart from what comes before it
     ("for the audit writeup, when did we ..."); ("", text) when no question follows one.
@@ -430,7 +430,7 @@ _TOPIC_HOLDS = re.compile(
 )
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def topic_reading(text: str) -> str | None:
     """The question with its topic put where the question points at it ("The prod-iam
     workspace's Terraform state: where is it stored?" -> "where is The prod-iam workspace's
@@ -619,7 +619,7 @@ def _is_number(key: str) -> bool:
     return any(c.isdigit() for c in key) and not _NUMERONYM.match(key)
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def slots(text: str) -> Slots:
     """What a question says in each slot."""
     low = " ".join(prepare(text).lower().split())

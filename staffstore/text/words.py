@@ -16,6 +16,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal
 
+from .interning import QUESTIONS_CACHED
 from .lexicon import NUMBER_WORDS, canonical
 from .rewrites import mark_script_digits
 
@@ -166,7 +167,7 @@ def expand_not(text: str) -> str:
     return re.sub(r"n't\b", " not", text)
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def prepare(text: str) -> str:
     """The text with the spellings the tokenizer should not have to know unified."""
     text = mark_script_digits(text).replace("\u2019", "'").replace("->", " to ")
@@ -180,7 +181,7 @@ def prepare(text: str) -> str:
     return re.sub(r"'(?:d|m|ll|ve|re)\b", "", text, flags=re.IGNORECASE)
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def words(text: str) -> tuple[Word, ...]:
     """The tokens of a question, each folded and classified."""
     out: list[Word] = []
