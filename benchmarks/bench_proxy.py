@@ -36,7 +36,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM_KEY = "sk-bench-upstream"
 CLIENT_KEY = "sk-bench-client"
-TARGETS = {"hit_p50_ms": 3.0, "miss_overhead_p50_ms": 2.0}
+#: A hit's p50 (an earlier issue's), and issue 41's: a claim hit's p50 within twice the bare
+#: app's, and a miss's overhead over a direct call at most 1 ms at p50 (it was 2 ms before).
+TARGETS = {"hit_p50_ms": 3.0, "hit_p50_ratio_over_bare": 2.0, "miss_overhead_p50_ms": 1.0}
 CLAIMS = 200
 ROUNDS = 10
 #: The background misses of the series timed while the writer is busy: each asks a question
@@ -431,6 +433,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "meets_targets": {
             "hit_p50_ms (claim)": claim["p50_ms"] <= TARGETS["hit_p50_ms"],
             "hit_p50_ms (exact repeat)": repeat["p50_ms"] <= TARGETS["hit_p50_ms"],
+            "hit_p50_ratio_over_bare (claim)": claim["p50_ms"]
+            <= TARGETS["hit_p50_ratio_over_bare"] * bare_summary["p50_ms"],
             "miss_overhead_p50_ms (with lookup)": misses["overhead_p50_ms"]
             <= TARGETS["miss_overhead_p50_ms"],
             "miss_overhead_p50_ms (forward only)": forwards["overhead_p50_ms"]
