@@ -385,6 +385,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     claim = _summary(ours_claim)
     repeat = _summary(ours_repeat)
     bare_summary = _summary(bare_times)
+    claim_ratio = claim["p50_ms"] / bare_summary["p50_ms"]
 
     def _installed(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
@@ -417,7 +418,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "hit_claim_while_writing": writing,
         "bare_starlette": bare_summary,
         "hit_p50_ratio_ours_over_bare": {
-            "claim": round(claim["p50_ms"] / bare_summary["p50_ms"], 2),
+            "claim": round(claim_ratio, 2),
             "exact_repeat": round(repeat["p50_ms"] / bare_summary["p50_ms"], 2),
         },
         "hits_per_second": {
@@ -433,8 +434,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "meets_targets": {
             "hit_p50_ms (claim)": claim["p50_ms"] <= TARGETS["hit_p50_ms"],
             "hit_p50_ms (exact repeat)": repeat["p50_ms"] <= TARGETS["hit_p50_ms"],
-            "hit_p50_ratio_over_bare (claim)": claim["p50_ms"]
-            <= TARGETS["hit_p50_ratio_over_bare"] * bare_summary["p50_ms"],
+            "hit_p50_ratio_over_bare (claim)": claim_ratio <= TARGETS["hit_p50_ratio_over_bare"],
             "miss_overhead_p50_ms (with lookup)": misses["overhead_p50_ms"]
             <= TARGETS["miss_overhead_p50_ms"],
             "miss_overhead_p50_ms (forward only)": forwards["overhead_p50_ms"]

@@ -60,6 +60,9 @@ from bench_proxy import (
     serve_fake,
     serve_proxy,
 )
+from bench_proxy import (
+    _summary as proxy_summary,
+)
 from bench_store import SYLLABLES, file_mib, measure_import, write_claims
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,9 +204,7 @@ async def open_loop(
     found = [Scheduled([], [], [], 0.0) for _ in series]
     for round_number in range(ROUNDS):
         for index, (run, bodies) in enumerate(series):
-            part = bodies[
-                round_number * len(bodies) // ROUNDS : (round_number + 1) * len(bodies) // ROUNDS
-            ]
+            part = _round_slice(bodies, round_number)
             taken = await scheduled(run, part, clients, rate, rng)
             so_far = found[index]
             found[index] = Scheduled(
@@ -238,9 +239,7 @@ async def taking_turns(
     seconds = [0.0 for _ in series]
     for round_number in range(ROUNDS):
         for index, (run, bodies) in enumerate(series):
-            part = bodies[
-                round_number * len(bodies) // ROUNDS : (round_number + 1) * len(bodies) // ROUNDS
-            ]
+            part = _round_slice(bodies, round_number)
             taken, elapsed = await timed(run, part, clients)
             times[index] += taken
             seconds[index] += elapsed
@@ -250,14 +249,18 @@ async def taking_turns(
     ]
 
 
+def _round_slice(bodies: Sequence[bytes], round_number: int) -> Sequence[bytes]:
+    """The part of a series' requests sent in round `round_number` of ROUNDS."""
+    size = len(bodies)
+    return bodies[round_number * size // ROUNDS : (round_number + 1) * size // ROUNDS]
+
+
 def _summary(times: list[float]) -> dict[str, float]:
+    """bench_proxy's summary, with the p99.9 and the worst beside it."""
     return {
-        "p50_ms": round(statistics.median(times), 3),
-        "p99_ms": round(_percentile(times, 0.99), 3),
+        **proxy_summary(times),
         "p999_ms": round(_percentile(times, 0.999), 3),
         "max_ms": round(max(times), 3),
-        "mean_ms": round(statistics.fmean(times), 3),
-        "count": len(times),
     }
 
 
