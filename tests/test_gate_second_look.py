@@ -10,6 +10,7 @@ import sys
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 
 from staffstore.gate import query_first
@@ -731,9 +732,9 @@ def test_loading_the_embedding_leaves_the_applications_logging_alone() -> None:
     script = (
         "import logging\n"
         "from staffstore.gate import warm_up\n"
-        "from staffstore.text.similarity import _model\n"
+        "from staffstore.text.similarity import _table\n"
         "warm_up()\n"
-        "assert _model.cache_info().currsize == 1, 'the embedding was not loaded'\n"
+        "assert _table.cache_info().currsize == 1, 'the embedding was not loaded'\n"
         "root = logging.getLogger()\n"
         "print(len(root.handlers), root.level, logging.getLogger('httpx').isEnabledFor(20))\n"
     )
@@ -742,6 +743,30 @@ def test_loading_the_embedding_leaves_the_applications_logging_alone() -> None:
     )
     assert done.stdout.split() == ["0", str(logging.WARNING), "False"]
     assert done.stderr == ""
+
+
+def test_the_mapped_embedding_gives_wordllamas_own_vectors() -> None:
+    # The table is read as shipped (float16, mapped) instead of through WordLlama, which widens
+    # all of it to float32 on load; pooling the widened rows of a text must give the same
+    # vector to the bit, or every score calibrated on the old vectors would move.
+    from wordllama import WordLlama
+
+    from staffstore.text.similarity import _embed, _table, _wordllama_folder
+
+    theirs = WordLlama.load(cache_dir=_wordllama_folder(), disable_download=True)
+    tokenizer, table = _table()
+    assert isinstance(table, np.memmap)
+    assert table.dtype == np.float16
+    assert table.shape == theirs.embedding.shape
+    for text in ["deploy", "nightly backup", "k8s", "why did the deploy fail?", "zzqxv", ""]:
+        ids = theirs.tokenizer.encode(text, add_special_tokens=False).ids
+        assert tokenizer.encode(text, add_special_tokens=False).ids == ids
+        if ids:
+            pooled = theirs.embedding[ids].mean(axis=0)
+            expected = pooled / np.linalg.norm(pooled)
+        else:
+            expected = np.zeros(table.shape[1], dtype=np.float32)
+        assert np.array_equal(_embed(text), expected), text
 
 
 def slot_differences(asked: str, stored: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:

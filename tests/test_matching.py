@@ -308,3 +308,19 @@ def test_analyses_share_their_empty_sets_and_their_words() -> None:
     assert {id(w) for w in first if w.surface == "backup"} == {
         id(w) for w in second if w.surface == "backup"
     }
+
+
+def test_analyses_share_their_recurring_sets_spellings_and_typed_words() -> None:
+    # The same in memory: a cached analysis cost 2.4 KB, a third of it copies of what other
+    # analyses hold too (position sets, (word, as typed) pairs, the typed words themselves).
+    one = normalize("Where is the retry budget defined in billing?")
+    other = normalize("Where is the alert threshold defined in payments?")
+    assert one is not other
+    assert one.breaks == other.breaks and one.breaks is other.breaks
+    assert one.verbal == other.verbal and one.verbal is other.verbal
+    typed = dict(one.spellings)["wher"]
+    assert typed is dict(other.spellings)["wher"]
+    assert one.spellings[3] == other.spellings[3] == ("defin", "defined")
+    assert one.spellings[3] is other.spellings[3]
+    focus = slots("where is the retry budget defined").focus
+    assert focus and focus is slots("where is the alert threshold defined").focus

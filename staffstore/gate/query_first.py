@@ -26,6 +26,7 @@ When in doubt, miss: a miss costs one model call, a false hit costs trust.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -267,7 +268,8 @@ _PLAIN_WORD = re.compile(r"\w+")
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
 def _plain_words(text: str) -> frozenset[str]:
-    return frozenset(_PLAIN_WORD.findall(text.casefold()))
+    # Interned: the cache keeps thousands of these sets, of words that recur across them.
+    return frozenset(map(sys.intern, _PLAIN_WORD.findall(text.casefold())))
 
 
 def _most_alike(text: str, candidates: Sequence[Claim], limit: int) -> Sequence[Claim]:

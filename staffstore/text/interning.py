@@ -3,14 +3,15 @@
 A server keeps tens of thousands of analysed questions in its caches, and every frozenset and
 `Word` in them is an object the garbage collector walks on each full collection: after
 10,000 lookups at 100,000 claims the caches held 850,000 objects, and full collections paused
-for up to half a second. Most of those sets are empty and
-most words recur, so one shared object can stand for each.
+for up to half a second, and each object is memory the process keeps. Most of those sets are
+empty or recur ({1}, {"where"}), and most words recur, so one shared object can stand for each:
+the gate's caches after 5,000 lookups at 100,000 claims held 74 MiB instead of 93.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 #: How many questions' analyses each of the gate's caches keeps (normalize, words, slots, ...).
@@ -23,14 +24,27 @@ QUESTIONS_CACHED = 16_384
 
 #: The one empty frozenset the analyses hold (CPython makes a new one for each frozenset()).
 EMPTY: frozenset[Any] = frozenset()
+#: How many distinct non-empty sets `share_sets` keeps one copy of. The sets an analysis holds
+#: are mostly small and recur: word positions ({1}, {3}) and single question words
+#: ({"where"}); a frozenset costs 216 bytes at one to four members.
+SHARED_SETS = 8_192
 
 
-def share_empty_sets(instance: Any) -> None:
-    """Point each empty frozenset field of a frozen dataclass at EMPTY (from __post_init__)."""
+def share_sets(instance: Any) -> None:
+    """Point each frozenset field of a frozen dataclass at one shared copy of its value: EMPTY
+    for the empty ones, the first equal set still held by the LRU for the others (from
+    __post_init__)."""
     for name in _field_names(instance.__class__):
         value = getattr(instance, name)
-        if type(value) is frozenset and not value and value is not EMPTY:
-            object.__setattr__(instance, name, EMPTY)
+        if type(value) is frozenset:
+            shared = _shared_set(value) if value else EMPTY
+            if shared is not value:
+                object.__setattr__(instance, name, shared)
+
+
+@lru_cache(maxsize=SHARED_SETS)
+def _shared_set(value: frozenset[Any]) -> frozenset[Any]:
+    return value
 
 
 @cache

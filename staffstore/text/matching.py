@@ -23,13 +23,14 @@ words but breaks the order check. A false hit costs more than a paid call.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from .interning import QUESTIONS_CACHED, share_empty_sets
+from .interning import QUESTIONS_CACHED, share_sets
 from .lexicon import (
     COMMON_CONTENT,
     COUNTS,
@@ -75,7 +76,7 @@ class Normalized:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "content_set", frozenset(self.content))
-        share_empty_sets(self)
+        share_sets(self)
 
     @property
     def key(self) -> str:
@@ -98,6 +99,11 @@ class Normalized:
 #: (its search key) and re-key themselves on open when this differs from the version that wrote
 #: them, so bump it with any change that alters some question's content words.
 KEY_VERSION = 13
+
+
+#: One copy of each (word, as typed) pair still in use: most recur ("in", "where"), and a
+#: pair costs 64 bytes.
+_shared_spelling = lru_cache(maxsize=QUESTIONS_CACHED)(tuple)
 
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
@@ -169,7 +175,8 @@ def normalize(text: str) -> Normalized:
             maker_at.add(len(content))
         words.append(word)
         content.append(word)
-        spellings.setdefault(word, token)
+        # Interned: the same typed words recur across the questions the caches keep.
+        spellings.setdefault(word, sys.intern(token))
         if token.endswith("s") and token.isalpha() and stem(token) != token:
             plural = word
     return Normalized(
@@ -177,7 +184,7 @@ def normalize(text: str) -> Normalized:
         tuple(content),
         frozenset(breaks),
         frozenset(verbal),
-        tuple(spellings.items()),
+        tuple(map(_shared_spelling, spellings.items())),
         frozenset(names),
         frozenset(maker_at),
     )

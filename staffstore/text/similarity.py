@@ -11,14 +11,16 @@ are interchangeable; the gate's score treats them as evidence, never as proof.
 
 from __future__ import annotations
 
-import logging
+import importlib.util
+import json
 import re
+import struct
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from tokenizers import Tokenizer
 
 from .slots import is_subsequence, numeronym_of, same_identifier
 from .spelling import same_word
@@ -37,25 +39,50 @@ def _digits(text: str) -> str:
 _NEGATING_PREFIXES = frozenset({"dis", "un", "in", "im", "il", "ir", "non", "mis", "anti", "de"})
 
 
-@cache
-def _model() -> Any:
-    """The WordLlama model, loaded once from the files inside the installed package."""
-    # Importing wordllama calls logging.basicConfig(level=INFO): a root handler on stderr that
-    # made every process print each upstream request httpx sent, URL and all, after its first
-    # second look. How the application logs is its own choice; put the root logger back.
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    try:
-        import wordllama
-        from wordllama import WordLlama
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
+#: WordLlama's files inside its wheel: the tokenizer and the 256-dimensional token embeddings.
+_WORDLLAMA_TOKENIZER = Path("tokenizers") / "l2_supercat_tokenizer_config.json"
+_WORDLLAMA_WEIGHTS = Path("weights") / "l2_supercat_256.safetensors"
+_WORDLLAMA_TENSOR = "embedding.weight"
 
-    # The package looks for its tokenizer under the cache directory; pointing that at the
-    # package itself finds the file it ships, and `disable_download` makes sure of it.
-    package = Path(wordllama.__file__).parent
-    return WordLlama.load(cache_dir=package, disable_download=True)
+
+def _wordllama_folder() -> Path:
+    # Found, not imported: importing wordllama calls logging.basicConfig(level=INFO), a root
+    # handler on stderr that would print every upstream request httpx sends, URL and all.
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the wordllama package is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _mapped_tensor(path: Path, name: str) -> npt.NDArray[np.float16]:
+    """One float16 tensor of a safetensors file, mapped rather than read: its pages are the
+    file's, shared by every process of the machine and never copied into this one's heap.
+
+    The format is an 8-byte little-endian header length, a JSON header giving each tensor's
+    dtype, shape and byte range, then the data."""
+    with path.open("rb") as handle:
+        (header_length,) = struct.unpack("<Q", handle.read(8))
+        entry = json.loads(handle.read(header_length))[name]
+    if entry["dtype"] != "F16":
+        raise ValueError(f"{path}: {name} is {entry['dtype']}, not F16")
+    start, _end = entry["data_offsets"]
+    return np.memmap(
+        path, dtype="<f2", mode="r", offset=8 + header_length + start, shape=tuple(entry["shape"])
+    )
+
+
+@cache
+def _table() -> tuple[Tokenizer, npt.NDArray[np.float16]]:
+    """WordLlama's tokenizer and its token embeddings, for the pooled embedding done here one
+    text at a time: WordLlama's `embed` pays about a millisecond of batching per call, this
+    about twenty microseconds.
+
+    The rows stay float16 as shipped (16 MB, mapped) and are widened to float32 only when a
+    text's few rows are pooled. WordLlama itself widens the whole table on load, 31 MB more of
+    each process's heap, to the same float32 values: the vectors are identical to its own."""
+    folder = _wordllama_folder()
+    tokenizer = Tokenizer.from_file(str(folder / _WORDLLAMA_TOKENIZER))
+    return tokenizer, _mapped_tensor(folder / _WORDLLAMA_WEIGHTS, _WORDLLAMA_TENSOR)
 
 
 #: Word vectors already computed; bounded, oldest dropped first.
@@ -72,21 +99,13 @@ def word_vector(word: str) -> Vector:
     return vector
 
 
-@cache
-def _table() -> tuple[Any, Vector]:
-    """WordLlama's tokenizer and its token embeddings as float32, for the pooled embedding done
-    here one text at a time: `embed` pays about a millisecond of batching per call, this about
-    twenty microseconds, with the same result (the mean of the token rows, normalised)."""
-    model = _model()
-    return model.tokenizer, np.asarray(model.embedding, dtype=np.float32)
-
-
 def _embed(text: str) -> Vector:
     tokenizer, table = _table()
     ids = tokenizer.encode(text, add_special_tokens=False).ids
     if not ids:
         return np.zeros(table.shape[1], dtype=np.float32)
-    pooled: Vector = table[np.clip(ids, 0, table.shape[0] - 1)].mean(axis=0)
+    rows = table[np.clip(ids, 0, table.shape[0] - 1)].astype(np.float32)
+    pooled: Vector = rows.mean(axis=0)
     norm = float(np.linalg.norm(pooled))
     return pooled / norm if norm else pooled
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from .interning import QUESTIONS_CACHED, share_empty_sets
+from .interning import QUESTIONS_CACHED, share_sets
 from .lexicon import NUMBER_WORDS, canonical
 from .spelling import same_word
 from .words import (
@@ -286,7 +286,7 @@ class Slots:
     degree_words: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        share_empty_sets(self)
+        share_sets(self)
 
 
 @dataclass(frozen=True)
