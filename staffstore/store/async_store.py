@@ -586,8 +586,10 @@ def _insert_claims(
     extra = db.search.index_columns()
     with db.write():
         ids = list(dict.fromkeys(identity for identity, _claim, _key in batch))
-        for start in range(0, len(ids), 500):  # under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
+        # As few statements as the bound-parameter limit allows: each waits for Python's lock
+        # while an import keys its next batch (see SqliteDatabase.insert_many).
+        for start in range(0, len(ids), db.max_parameters):
+            chunk = ids[start : start + db.max_parameters]
             marks = ", ".join("?" for _ in chunk)
             for row in db.fetchall(f"SELECT {reading} FROM claims WHERE id IN ({marks})", chunk):
                 stored[row[0]] = row
@@ -611,7 +613,7 @@ def _insert_claims(
             inserted.add(identity)
         key_at = 13  # the search key's place in each row
         terms = Counter((row[1], term) for row in rows for term in str(row[key_at]).split())
-        db.executemany(
+        db.insert_many(
             "INSERT INTO term_counts (owner, term, n) VALUES (?, ?, ?) "
             "ON CONFLICT (owner, term) DO UPDATE SET n = term_counts.n + excluded.n",
             [(owner, term, n) for (owner, term), n in terms.items()],

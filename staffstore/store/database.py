@@ -55,6 +55,8 @@ class Database(Protocol):
     #: Where the store is, as messages name it: a file's path, or a URL without its password.
     label: str
     dialect: Dialect
+    #: The most parameters one statement may bind.
+    max_parameters: int
 
     @property
     def search(self) -> ClaimSearch:
@@ -74,8 +76,10 @@ class Database(Protocol):
         ...
 
     def insert_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run `sql`, an INSERT of one row ("... VALUES (?, ?, 'live')"), for every row of
-        parameters, as the backend does that fastest (a bulk load's path)."""
+        """Run `sql`, an INSERT of one row ("... VALUES (?, ?, 'live')", perhaps followed by
+        an ON CONFLICT clause), for every row of parameters, as the backend does that fastest
+        (a bulk load's path). Rows must not repeat a conflict target: PostgreSQL refuses to
+        update one row twice in one statement."""
         ...
 
     def write(self, *, erasing: bool = False) -> Any:
@@ -129,7 +133,7 @@ class SqliteDatabase:
         self.read_only = read_only
         self.search = SqliteClaimSearch(self)
         # 32,766 since SQLite 3.32, 999 before; a build may set its own.
-        self._max_parameters = connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        self.max_parameters = connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._guarded(lambda: self.connection.execute(sql, params).fetchall())
@@ -144,15 +148,22 @@ class SqliteDatabase:
         """As few statements as the limit on parameters allows, up to _ROWS_PER_INSERT rows
         each, not executemany's one a row: FTS5 writes out the words it has gathered at the
         end of every statement (at its savepoint), so the claims' trigger wrote an index
-        segment a claim, and merged them; 3 of the 5 seconds 100,000 claims took to insert."""
+        segment a claim, and merged them; 3 of the 5 seconds 100,000 claims took to insert.
+
+        And one statement holds Python's lock once, not once a row: while an import keys its
+        next batch on the event loop's thread, each statement the store's thread runs waits
+        for that lock, up to the interpreter's switch interval (5 ms) each time."""
         if not rows:
             return
-        head, _values, marks = sql.rpartition(" VALUES ")
-        per_statement = max(1, min(_ROWS_PER_INSERT, self._max_parameters // len(rows[0])))
+        head, _values, tail = sql.rpartition(" VALUES ")
+        # The row's marks, then whatever follows them (an ON CONFLICT clause).
+        end = tail.index(")") + 1
+        marks, rest = tail[:end], tail[end:]
+        per_statement = max(1, min(_ROWS_PER_INSERT, self.max_parameters // len(rows[0])))
         for start in range(0, len(rows), per_statement):
             chunk = rows[start : start + per_statement]
             self.execute(
-                f"{head} VALUES {', '.join([marks] * len(chunk))}",
+                f"{head} VALUES {', '.join([marks] * len(chunk))}{rest}",
                 [value for row in chunk for value in row],
             )
 

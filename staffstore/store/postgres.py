@@ -91,6 +91,8 @@ class PostgresDatabase:
     """One pooled psycopg connection (autocommit; write() opens a transaction)."""
 
     dialect: Dialect = "postgresql"
+    #: The wire protocol counts a statement's parameters in 16 bits.
+    max_parameters: int = 65_535
 
     def __init__(
         self, connection: Any, label: str, lock_timeout: float, *, read_only: bool = False
