@@ -208,6 +208,32 @@ async def test_an_error_on_the_read_path_is_the_writer_s_error(store: StaffStore
     assert str(on_reader.value) == str(on_writer.value)
 
 
+async def test_a_lookup_answers_while_another_read_is_still_running(
+    store: StaffStore, put: PutClaim
+) -> None:
+    # A lookup that runs the pair model spends milliseconds on its reader; the next lookup
+    # must not queue behind it. Here the first read is held until the second has answered.
+    claim = await put(QUESTION, "Five tries.")
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_read(sync: SyncStore) -> int:
+        entered.set()
+        if not release.wait(HOLD_LIMIT):
+            raise TimeoutError("the slow read was never let go")
+        return len(sync.fetchall("SELECT id FROM claims"))
+
+    slow = asyncio.create_task(store.run_read(slow_read))
+    try:
+        assert await asyncio.to_thread(entered.wait, DEADLOCK)
+        decision = await asyncio.wait_for(
+            query_first(store, Turn(owner="alice", text=QUESTION)), DEADLOCK
+        )
+        assert decision.hit and decision.claim_id == claim.id
+    finally:
+        release.set()
+    assert await asyncio.wait_for(slow, DEADLOCK) == 1
+
+
 @pytest.mark.sqlite_only
 async def test_closing_the_store_closes_every_connection(db_path: Path) -> None:
     store = await StaffStore.connect(db_path)

@@ -33,7 +33,7 @@ Every write goes through one writer task (writer.py): the store's one writing SQ
 connection is shared by every request, and a transaction must not take in another request's
 statements. (The leases on calls do not: each is one statement that opens no transaction, run
 on the writer's thread right after the lookup.) The lookups themselves only read, and run on
-the store's read connection (StaffStore.run_read), which no write holds up.
+the store's read connections (StaffStore.run_read), which no write holds up.
 Once the upstream has been paid, nothing stops its receipt: a store locked by another process
 delays it (the writer keeps it and retries), text the store cannot hold is made storable.
 """

@@ -1,7 +1,7 @@
 """The proxy's one writer: every database write goes through it, turns in group commits.
 
 The store has one writing SQLite connection, shared by every request in flight (the lookups
-have a read connection of their own); a transaction opened by one request would take in
+have read connections of their own); a transaction opened by one request would take in
 another's statements, and a second BEGIN would fail. So one task writes, in arrival order. Turn
 records that queue up while a commit runs are written together in the next one (one statement
 per table), and each request waits until its own turn is committed before it answers, so a

@@ -187,8 +187,8 @@ class StaffStore(
 
     async def run_read(self, work: Callable[[SyncStore], T]) -> T:
         """Run `work`, which only reads, as run_sync runs work, but where no write holds it up:
-        on SQLite the store's read connection, on a thread of its own (sqlite_engine.py), on
-        PostgreSQL a pooled connection as for any call.
+        on SQLite the first of the store's read connections free, each on a thread of its own
+        (sqlite_engine.py), on PostgreSQL a pooled connection as for any call.
 
         It sees every write awaited before it was called. Work that writes, or reads in order
         to write (a check before an insert, a compare-and-swap), belongs in run_sync: here

@@ -1,14 +1,16 @@
 """The SQLite backend's connections (the embedded default), and their opening: WAL, the header
 check and the numbered migrations, applied automatically.
 
-Two aiosqlite connections, each with a thread of its own. The writer's thread runs the
-store's writes and everything that reads in order to write (StaffStore.run_sync). The
-reader, opened once the writer has migrated the file and refused any write (`query_only`),
-runs the lookups on a request's path (StaffStore.run_read): in WAL mode a reader never waits
-for the writer, so a hit is not held up by a receipt's commit or a long import's transaction
-(at 1,000,000 claims about one hit in 1,000 waited 50 to 190 ms behind a write when both
-shared the one thread). Each read is one read transaction, ended before the call returns: it
-sees every commit made before it started, a caller's own awaited writes included.
+A writer and READERS readers, aiosqlite connections each with a thread of its own. The
+writer's thread runs the store's writes and everything that reads in order to write
+(StaffStore.run_sync). The readers, opened once the writer has migrated the file and refused
+any write (`query_only`), run the lookups on a request's path (StaffStore.run_read), each on
+the first reader free: in WAL mode a reader never waits for the writer, so a hit is not held up
+by a receipt's commit or a long import's transaction (at 1,000,000 claims about one hit in
+1,000 waited 50 to 190 ms behind a write when both shared the one thread), and with two a hit
+is not held up behind a lookup that runs the pair model either. Each read is one read
+transaction, ended before the call returns: it sees every commit made before it started, a
+caller's own awaited writes included.
 
 A store with no file (":memory:") is its connection's alone, so it has no reader; its reads
 run on the writer's thread.
@@ -16,6 +18,7 @@ run on the writer's thread.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -35,6 +38,11 @@ T = TypeVar("T")
 # keep its slowest lookups from waiting on read() calls. The writer's and the reader's alike.
 _CACHE_PRAGMAS = ("cache_size = -65536", "mmap_size = 268435456")  # 64 MiB, 256 MiB
 
+#: How many read connections a store opens. A lookup that reaches the pair model spends a few
+#: milliseconds in onnxruntime, which lets go of Python's lock; with a second reader the
+#: lookups queued behind it run meanwhile, on the machine's other core.
+READERS = 2
+
 
 def _check_not_directory(path: Path) -> None:
     # A stat, never an open: closing any descriptor of the database file drops every POSIX
@@ -47,15 +55,17 @@ def _check_not_directory(path: Path) -> None:
 
 
 class SqliteEngine:
-    """A store's SQLite connections, the writer and the reader, each on its own thread."""
+    """A store's SQLite connections, the writer and the readers, each on its own thread."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path, lock_timeout: float) -> None:
         self._db = db
         self.path = path
         self.lock_timeout = lock_timeout
         self._database: SqliteDatabase | None = None
-        self._reader: aiosqlite.Connection | None = None
-        self._read_database: SqliteDatabase | None = None
+        self._readers: list[aiosqlite.Connection] = []
+        #: The readers not running a read; a read waits here for the first one free. Last in,
+        #: first out: under a light load one reader, its caches warm, runs every read.
+        self._idle: asyncio.LifoQueue[_Reader] = asyncio.LifoQueue()
 
     @classmethod
     async def connect(cls, path: Path, *, lock_timeout: float, create: bool) -> SqliteEngine:
@@ -76,7 +86,7 @@ class SqliteEngine:
         engine = cls(db, path, lock_timeout)
         try:
             await engine._prepare()
-            await engine._open_reader()
+            await engine._open_readers()
         except sqlite3.DatabaseError as error:
             await engine.close()
             raise CorruptStoreError(
@@ -99,20 +109,22 @@ class SqliteEngine:
             await self._db.execute(f"PRAGMA {pragma}")
         await self.migrate()
 
-    async def _open_reader(self) -> None:
-        """Open the read connection, on a file the writer has checked and migrated."""
+    async def _open_readers(self) -> None:
+        """Open the read connections, on a file the writer has checked and migrated."""
         mode = await self._fetchone("PRAGMA journal_mode")
         if mode is None or str(mode[0]).lower() != "wal":
             return  # ":memory:": another connection would open another, empty database
-        try:
-            reader = await aiosqlite.connect(self.path, isolation_level=None)
-        except sqlite3.Error as error:
-            raise StoreError(f"cannot open {self.path}: {error}") from error
-        self._reader = reader  # closed by close() from here on, whatever follows fails
-        await reader.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
-        await reader.execute("PRAGMA query_only = ON")
-        for pragma in _CACHE_PRAGMAS:
-            await reader.execute(f"PRAGMA {pragma}")
+        for _ in range(READERS):
+            try:
+                reader = await aiosqlite.connect(self.path, isolation_level=None)
+            except sqlite3.Error as error:
+                raise StoreError(f"cannot open {self.path}: {error}") from error
+            self._readers.append(reader)  # closed by close() from here on, whatever fails
+            await reader.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
+            await reader.execute("PRAGMA query_only = ON")
+            for pragma in _CACHE_PRAGMAS:
+                await reader.execute(f"PRAGMA {pragma}")
+            self._idle.put_nowait(_Reader(reader))
 
     async def _check_ours(self) -> None:
         """Refuse a SQLite file another program made, before anything is written to it.
@@ -171,11 +183,11 @@ class SqliteEngine:
         return version
 
     async def close(self) -> None:
-        # The reader first: the writer, closed last, checkpoints the WAL and removes it, as
+        # The readers first: the writer, closed last, checkpoints the WAL and removes it, as
         # the last connection to a file does.
         try:
-            if self._reader is not None:
-                await self._reader.close()
+            for reader in self._readers:
+                await reader.close()
         finally:
             await self._db.close()
 
@@ -226,20 +238,37 @@ class SqliteEngine:
         return result
 
     async def run_read(self, work: Callable[[Database], T]) -> T:
-        """Run `work`, which only reads, on the reader's thread, in one read transaction (see
-        the module's docstring); on the writer's thread where there is no reader.
+        """Run `work`, which only reads, on the first reader free, in one read transaction
+        (see the module's docstring); on the writer's thread where there is no reader.
 
-        `work` waits for no write, and no write waits for it; other reads wait for it.
+        `work` waits for no write, and no write waits for it; a read waits only while every
+        reader is busy.
         """
-        reader = self._reader
-        if reader is None:
+        if not self._readers:
             return await self.run(work)
+        reader = await self._idle.get()
+        try:
+            result: T = await reader.run(self.path, work)
+        finally:
+            self._idle.put_nowait(reader)
+        return result
 
+
+class _Reader:
+    """One read connection, and the Database over it that its own thread makes on first use."""
+
+    def __init__(self, connection: aiosqlite.Connection) -> None:
+        self.connection = connection
+        self._database: SqliteDatabase | None = None
+
+    async def run(self, path: Path, work: Callable[[Database], T]) -> T:
         def on_thread() -> T:
-            if self._read_database is None:
-                self._read_database = SqliteDatabase(reader._conn, self.path, read_only=True)
-            with self._read_database.reading():
-                return work(self._read_database)
+            if self._database is None:
+                self._database = SqliteDatabase(self.connection._conn, path, read_only=True)
+            with self._database.reading():
+                return work(self._database)
 
-        result: T = await reader._execute(on_thread)  # type: ignore[no-untyped-call]
+        # As SqliteEngine.run: aiosqlite's _execute queues a function for the connection's
+        # own thread.
+        result: T = await self.connection._execute(on_thread)  # type: ignore[no-untyped-call]
         return result
