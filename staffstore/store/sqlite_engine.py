@@ -7,10 +7,10 @@ writer's thread runs the store's writes and everything that reads in order to wr
 any write (`query_only`), run the lookups on a request's path (StaffStore.run_read), each on
 the first reader free: in WAL mode a reader never waits for the writer, so a hit is not held up
 by a receipt's commit or a long import's transaction (at 1,000,000 claims about one hit in
-1,000 waited 50 to 190 ms behind a write when both shared the one thread), and with two a hit
-is not held up behind a lookup that runs the pair model either. Each read is one read
-transaction, ended before the call returns: it sees every commit made before it started, a
-caller's own awaited writes included.
+1,000 waited 50 to 190 ms behind a write when both shared the one thread); and with two, a hit
+waits behind a lookup that runs the pair model only while the other reader is busy too. Each
+read is one read transaction, ended before the call returns: it sees every commit made before
+it started, a caller's own awaited writes included.
 
 A store with no file (":memory:") is its connection's alone, so it has no reader; its reads
 run on the writer's thread.
@@ -35,7 +35,7 @@ from .rows import busy_or, damaged
 T = TypeVar("T")
 
 # The gate reads index and claim pages at random: a larger page cache and memory-mapped reads
-# keep its slowest lookups from waiting on read() calls. The writer's and the reader's alike.
+# keep its slowest lookups from waiting on read() calls. The writer's and the readers' alike.
 _CACHE_PRAGMAS = ("cache_size = -65536", "mmap_size = 268435456")  # 64 MiB, 256 MiB
 
 #: How many read connections a store opens. A lookup that reaches the pair model spends a few
