@@ -37,13 +37,14 @@ class PairModel:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        model_path = folder / "pair_model.onnx"
         try:
             self.card: dict[str, Any] = json.loads((folder / "pair_model.json").read_text())
-            model_bytes = (folder / "pair_model.onnx").read_bytes()
+            with model_path.open("rb") as model_file:
+                digest = hashlib.file_digest(model_file, "sha256").hexdigest()
             tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         except (OSError, ValueError, Exception) as error:  # tokenizers raises its own Exception
             raise PairModelError(f"the pair model in {folder} cannot be read: {error}") from error
-        digest = hashlib.sha256(model_bytes).hexdigest()
         if digest != self.card.get("onnx_sha256"):
             raise PairModelError(f"the pair model in {folder} is not the file its card names")
         tokenizer.enable_truncation(int(self.card.get("max_tokens", 128)))
@@ -53,9 +54,14 @@ class PairModel:
         # threads per batch of three buy little and cost every other request a core.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(
-            model_bytes, options, providers=["CPUExecutionProvider"]
-        )
+        # From the file, not from its bytes: onnxruntime's session keeps the bytes it is given
+        # for as long as it lives (22 MiB of every server's memory), a file only while loading.
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(model_path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:  # onnxruntime raises its own exception types
+            raise PairModelError(f"the pair model in {folder} cannot be loaded: {error}") from error
         self.sha256 = digest
         #: How many pairs this model has scored: the benchmarks count the turns that reached it.
         self.calls = 0
