@@ -197,3 +197,32 @@ def test_query_jsonl_reads_past_a_byte_order_mark(db: Path) -> None:
         assert code == 0, err
         answers = [strict_json(line) for line in out.split("\n") if line]
         assert [a["outcome"] for a in answers] == ([] if first.endswith(b"\xbf") else ["miss"])
+
+
+def _depth(value: Any) -> int:
+    """How deep the lists and dicts of a parsed JSON value nest (a scalar: 0)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+nested_values = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text(alphabet='[]{}"\\,:ab ', max_size=8)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(nested_values, st.integers(0, 12), st.booleans())
+def test_json_depth_is_read_before_parsing_exactly_as_parsing_finds_it(
+    value: Any, limit: int, ascii_only: bool
+) -> None:
+    # strict_json reads a deep body's depth from its brackets before handing it to json.loads
+    # (which recurses a level at a time): brackets and quotes inside strings must not count.
+    from staffstore.state.strict_json import _nests_deeper
+
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert _nests_deeper(text, limit) == (_depth(value) > limit)

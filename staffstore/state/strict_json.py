@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +38,12 @@ def loads(raw: bytes | str, what: str = "the JSON") -> Any:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError:
         raise InputError(f"{what} is not UTF-8") from None
+    # Only text with more brackets than MAX_DEPTH can nest deeper; its depth is read before it
+    # is parsed. json.loads recurses once a level down to the interpreter's recursion limit,
+    # and a garbage collection that runs down there (in a server, a young one every 100
+    # allocations) finalizes other objects with no stack left to do it in.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _nests_deeper(text, MAX_DEPTH):
+        raise InputError(_too_deep(what))
     try:
         value = json.loads(
             text, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int
@@ -49,11 +56,6 @@ def loads(raw: bytes | str, what: str = "the JSON") -> Any:
         raise InputError(f"{what} is not valid JSON: {error}") from None
     except RecursionError:
         raise InputError(_too_deep(what)) from None
-    # Only a value with more brackets than MAX_DEPTH can nest deeper: most are never walked.
-    if text.count("[") + text.count("{") > MAX_DEPTH:
-        for _, depth in _walk(value):
-            if depth > MAX_DEPTH:
-                raise InputError(_too_deep(what))
     return value
 
 
@@ -95,6 +97,25 @@ def check(value: Any, what: str = "the value") -> Any:
         elif not isinstance(item, str | bool | list | tuple) and item is not None:
             raise InputError(f"{what} holds a {type(item).__name__}, which is not JSON")
     return check_text(value, what)
+
+
+#: A JSON string (its escapes included), and a bracket of an array or object.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _nests_deeper(text: str, limit: int) -> bool:
+    """Whether the arrays and objects of JSON text nest more than `limit` deep, read from its
+    brackets outside strings, without parsing it (exact for valid JSON)."""
+    depth = 0
+    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
 
 
 def _walk(value: Any) -> Iterator[tuple[Any, int]]:
