@@ -247,8 +247,8 @@ class KeptPromptTables:
         def shared(row: Sequence[Any]) -> int:
             return len(asked.intersection(fts_tokens(str(row[1])) + fts_tokens(str(row[2]))))
 
-        chosen = [int(row[0]) for row in sorted(rows, key=lambda r: (-shared(r), -int(r[0])))]
-        chosen = chosen[:limit]
+        ranked = sorted(rows, key=lambda row: (-shared(row), -int(row[0])))
+        chosen = [int(row[0]) for row in ranked[:limit]]
         if not chosen:
             return []
         # By id alone: with the owner's terms in the WHERE the planner walks the owner's

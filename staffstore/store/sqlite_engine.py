@@ -62,7 +62,7 @@ class SqliteEngine:
         self.path = path
         self.lock_timeout = lock_timeout
         self._database: SqliteDatabase | None = None
-        self._readers: list[aiosqlite.Connection] = []
+        self._readers: list[_Reader] = []
         #: The readers not running a read; a read waits here for the first one free. Last in,
         #: first out: under a light load one reader, its caches warm, runs every read.
         self._idle: asyncio.LifoQueue[_Reader] = asyncio.LifoQueue()
@@ -119,12 +119,12 @@ class SqliteEngine:
                 reader = await aiosqlite.connect(self.path, isolation_level=None)
             except sqlite3.Error as error:
                 raise StoreError(f"cannot open {self.path}: {error}") from error
-            self._readers.append(reader)  # closed by close() from here on, whatever fails
+            self._readers.append(_Reader(reader, self.path))  # closed by close() from here on
             await reader.execute(f"PRAGMA busy_timeout = {round(self.lock_timeout * 1000)}")
             await reader.execute("PRAGMA query_only = ON")
             for pragma in _CACHE_PRAGMAS:
                 await reader.execute(f"PRAGMA {pragma}")
-            self._idle.put_nowait(_Reader(reader))
+            self._idle.put_nowait(self._readers[-1])
 
     async def _check_ours(self) -> None:
         """Refuse a SQLite file another program made, before anything is written to it.
@@ -187,7 +187,7 @@ class SqliteEngine:
         # the last connection to a file does.
         try:
             for reader in self._readers:
-                await reader.close()
+                await reader.connection.close()
         finally:
             await self._db.close()
 
@@ -248,7 +248,7 @@ class SqliteEngine:
             return await self.run(work)
         reader = await self._idle.get()
         try:
-            result: T = await reader.run(self.path, work)
+            result: T = await reader.run(work)
         finally:
             self._idle.put_nowait(reader)
         return result
@@ -257,14 +257,15 @@ class SqliteEngine:
 class _Reader:
     """One read connection, and the Database over it that its own thread makes on first use."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
+    def __init__(self, connection: aiosqlite.Connection, path: Path) -> None:
         self.connection = connection
+        self.path = path
         self._database: SqliteDatabase | None = None
 
-    async def run(self, path: Path, work: Callable[[Database], T]) -> T:
+    async def run(self, work: Callable[[Database], T]) -> T:
         def on_thread() -> T:
             if self._database is None:
-                self._database = SqliteDatabase(self.connection._conn, path, read_only=True)
+                self._database = SqliteDatabase(self.connection._conn, self.path, read_only=True)
             with self._database.reading():
                 return work(self._database)
 
