@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from staffstore.gate.pair_model import PairModel, PairModelError, default_pair_model
-from staffstore.gate.scoring import default_model, warm_up
+from staffstore.gate.scoring import GateModel, default_model, warm_up
 
 SHIPPED = Path(str(resources.files("staffstore.gate") / "data" / "pair_model"))
 
@@ -94,9 +94,10 @@ def test_the_pair_model_reads_a_pair_the_alignment_refused_as_a_reordering() -> 
     assert found.probability == found.pair_probability
 
 
-#: A word swapped for an unrelated one: the alignment's substitution refusal stands whatever
-#: the pair model would say. Overruled, the store benchmark's request-wrapped turns that change
-#: one unknown word were served 34 times in 200 (tools/fit_gate.py, PAIR_OVERRULES).
+#: A word swapped for an unrelated one that is no common English word (a name, a made-up
+#: word): the alignment's substitution refusal stands whatever the pair model would say.
+#: Overruled, the store benchmark's request-wrapped turns that change one unknown word were
+#: served 34 times in 200 (tools/fit_gate.py, PAIR_OVERRULES).
 SUBSTITUTIONS = [
     ("What caused the Airflow webserver outage on June 12?",
      "What caused the Airflow scheduler outage on June 12?"),
@@ -114,6 +115,27 @@ def test_a_word_swapped_for_an_unrelated_one_stays_refused(asked: str, stored: s
     found = default_model().assess(asked, stored)
     assert found.reason == "substitution"
     assert found.probability is None and found.pair_probability is None
+
+
+#: A word swapped for another where every swapped word is a common English word: the pair
+#: model reads it (tools/fit_gate.py, PAIR_OVERRULES).
+COMMON_SWAPS = [
+    ("Which AWS provider version is locked in northwind/tf-modules?",
+     "Which AWS provider version is pinned in northwind/tf-modules?"),
+    ("When will the v1 Orders endpoints be retired?",
+     "When will the v1 Orders endpoints be shut down?"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("asked", "stored"), COMMON_SWAPS)
+def test_a_swap_of_common_words_reaches_the_pair_model(asked: str, stored: str) -> None:
+    found = default_model().assess(asked, stored)
+    assert found.reason is None
+    assert found.pair_probability is not None
+    # The alignment refuses it: only the pair model's reading lets it through.
+    params = default_model().params
+    without = GateModel({**params, "pair": {**params["pair"], "overrules": ["reordering"]}})
+    assert without.assess(asked, stored).reason == "substitution"
 
 
 def test_two_words_that_traded_places_stay_refused_whatever_the_pair_model_says() -> None:

@@ -152,6 +152,10 @@ SAME_SHORTHAND = [
         "What was the day-30 retention for August signups?",
     ),
     (
+        "What was the D30 retention for August signups?",
+        "What was the 30-day retention for August signups?",
+    ),
+    (
         "How much memory is the Redis cluster using rn?",
         "How much memory is the Redis cluster using right now?",
     ),
@@ -242,3 +246,79 @@ def test_a_repository_without_its_owner_or_a_sign_for_a_word_is_no_other_identif
 @pytest.mark.parametrize(("asked", "stored"), OTHER_IDENTIFIER)
 def test_another_repository_or_language_still_differs(asked: str, stored: str) -> None:
     assert "identifier" in [d.slot for d in differences(asked, stored)]
+
+
+#: "On" and "off" that are no switch's state, a choice of both states, a percentile in words,
+#: an environment inside a hyphenated repository name, "us" the pronoun, a plural priority, a
+#: party or a time said in digits or letters, and a "behind" that asks no why: each names no
+#: other value than the plain wording beside it.
+SAME_WORDING = [
+    (
+        "Which PSI value was there when the drift alert went off last week?",
+        "Which PSI value triggered the drift alert on the churn model last week?",
+    ),
+    ("Why did organic sign-ups fall off in March?", "Why did organic signups drop in March?"),
+    ("Who signed off on the 15% discount cap?", "Who approved the 15% discount cap?"),
+    ("When did the load test kick off?", "When did the load test start?"),
+    ("billing-sync prod: dedup on or off?", "Is dedup enabled for billing-sync in prod?"),
+    ("Did p99 go up or down after the deploy?", "Did p99 go up after the deploy?"),
+    ("What was the 99th percentile latency of the gateway?", "What was the gateway's p99 latency?"),
+    ("What was the 95th-pct latency of the gateway?", "What was the gateway's p95 latency?"),
+    (
+        "Which React version did console-web move to in #2281?",
+        "Which React version did orbit/console-web move to in PR #2281?",
+    ),
+    (
+        "#2281 on console-web: which React version did that bump us to?",
+        "Which React version did orbit/console-web move to in PR #2281?",
+    ),
+    (
+        "Which tax provider computes sales tax for invoices in the United States?",
+        "Which tax provider computes sales tax for US invoices?",
+    ),
+    ("How many P1s breached the SLA last week?", "How many P1 tickets breached the SLA last week?"),
+    ("Which 3rd-party script blocks the main thread longest?",
+     "Which third-party script blocks the main thread longest?"),
+    ("Which 3p script blocks the main thread longest?",
+     "Which third-party script blocks the main thread longest?"),
+    ("How many days b4 the store submission does the freeze start?",
+     "How many days before the store submission does the freeze start?"),
+    ("How far behind is the billing consumer group on the invoices topic?",
+     "What is the consumer lag of the billing consumer group on the invoices topic?"),
+    ("What share of Enterprise tickets met the first-reply SLA?",
+     "What was the first-reply SLA attainment for Enterprise tickets?"),
+    ("What's behind the spike in 502s on the gateway?",
+     "Why did 502s on the gateway spike?"),
+]  # fmt: skip
+#: The same wordings naming another value still differ.
+OTHER_WORDING = [
+    ("Who turned off dedup for billing-sync?", "Who turned on dedup for billing-sync?"),
+    ("Is dedup off for billing-sync in prod?", "Is dedup on for billing-sync in prod?"),
+    ("Is dedup disabled for billing-sync?", "Is dedup on for billing-sync?"),
+    ("Did p99 go down after the deploy?", "Did p99 go up after the deploy?"),
+    ("Why did organic signups fall off in March?", "Why did organic signups rise in March?"),
+    ("Who rejected the 15% discount cap?", "Who signed off on the 15% discount cap?"),
+    ("What was the 99th percentile latency of the gateway?", "What was the gateway's p95 latency?"),
+    ("Which React version does the web app use?", "Which React version does the iOS app use?"),
+    ("Why is checkout slow for us customers?", "Why is checkout slow for EU customers?"),
+    (
+        "Which tax provider computes sales tax for invoices in the United States?",
+        "Which tax provider computes sales tax for EU invoices?",
+    ),
+    ("How many P1s breached the SLA last week?", "How many P2 tickets breached the SLA last week?"),
+    ("What share of Enterprise tickets met the first-reply SLA?",
+     "Why did Enterprise tickets miss the first-reply SLA?"),
+    ("What's behind the spike in 502s on the gateway?",
+     "When did 502s on the gateway spike?"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("asked", "stored"), SAME_WORDING)
+def test_a_wording_that_names_no_other_value_is_no_difference(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(("asked", "stored"), OTHER_WORDING)
+def test_the_same_wording_naming_another_value_still_differs(asked: str, stored: str) -> None:
+    assert differences(asked, stored) and differences(stored, asked)

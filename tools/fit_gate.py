@@ -482,9 +482,19 @@ def cross_validate(
 #: one unknown word of a stored question and wrap it in a request ("Could you tell me where is
 #: the oxtri miru defined in talinqua?" / "Where is the oxtri miru defined in linpol?") were
 #: served 34 times in 200, the pair model scoring them 0.92-0.95; the alignment refuses every
-#: such swap of a word for an unrelated one.
+#: such swap of a word for an unrelated one. A swap in which every word swapped is a common
+#: English word ("locked" / "pinned", "retired" / "shut down", "availability" / "uptime" is
+#: not one: "uptime" is not in the list) is overruled since December 5 2026: 55 of the fit
+#: thirds' 340 paraphrases were refused as substitutions, nearly all synonyms the word
+#: embedding did not pair. On the calibrate thirds, pair model scores as shipped and each
+#: policy calibrated as below, at the 0.1% / 0.2% / 0.5% / 1% budgets: refusing every
+#: substitution served 39.4% / 43.0% / 46.6% / 50.0%; overruling every substitution 45.3% /
+#: 48.4% / 52.9% / 57.2%; overruling it where the swapped words are all in the common-word
+#: list 43.5% / 46.6% / 50.9% / 54.9%, at the same 0.1% threshold and within 0.1 point of
+#: Quora's recall each way. The list keeps names and made-up words refused, which the pair
+#: model has no reading of.
 PAIR_COMBINE = "pair"
-PAIR_OVERRULES: list[str] = ["reordering"]
+PAIR_OVERRULES: list[str] = ["reordering", "common_swap"]
 
 
 def pair_spec() -> dict[str, Any]:

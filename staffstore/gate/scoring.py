@@ -9,9 +9,10 @@ scored. Two scorers exist: gradient-boosted trees over the alignment's measures 
 tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder that reads both
 questions together. The gate parameters say how they combine (PairSpec): as shipped, the pair
 model's probability is the score, and it may overrule the alignment's refusal of a reordering
-in which no two words traded places, because it reads word order itself; a word swapped for an
-unrelated one stays refused. On the calibration sets this served 37% of the in-domain
-paraphrases at the 0.1% budget, where the trees served 16% (tools/fit_gate.py, PAIR_COMBINE).
+in which no two words traded places, because it reads word order itself, and of a swap of
+common English words ("locked" / "pinned"); a name or made-up word swapped for another stays
+refused. On the calibration sets this served 44% of the in-domain paraphrases at the 0.1%
+budget, where the trees served 16% (tools/fit_gate.py, PAIR_COMBINE).
 Parameters without a pair entry score with the trees alone.
 
 Whether that probability is enough is the user's call, made as an error budget: the share of
@@ -48,6 +49,7 @@ from ..text.alignment import (
     topic_read,
 )
 from ..text.slots import differences
+from ..text.spelling import is_common_word
 from .pair_model import PairModel, default_pair_model
 
 #: The default error budget: at most one turn in a thousand served another question's answer.
@@ -127,21 +129,27 @@ class Trees:
 _PAIR_CACHE = 65_536
 
 #: The alignment's refusals a pair model may be allowed to overrule: a word swapped for an
-#: unrelated one (`substitution`), and words in another order where no two of them traded
-#: places (`reordering`: a moved phrase, a possessive). Two words that traded places ("from
-#: Boston to Denver" / "from Denver to Boston") stay refused whatever it says, as every slot
-#: does: on PAWS's calibration half 1,078 of the 1,195 pairs refused so are different.
-OVERRULABLE = frozenset({"substitution", "reordering"})
+#: unrelated one (`substitution`); the narrower swap in which every word swapped, on both
+#: sides, is a common English word (`common_swap`: "locked" / "pinned", "retired" / "shut
+#: down"); and words in another order where no two of them traded places (`reordering`: a
+#: moved phrase, a possessive). Two words that traded places ("from Boston to Denver" / "from
+#: Denver to Boston") stay refused whatever it says, as every slot does: on PAWS's calibration
+#: half 1,078 of the 1,195 pairs refused so are different.
+OVERRULABLE = frozenset({"substitution", "common_swap", "reordering"})
 
 
-def refusal_kind(assessment: Assessment) -> str | None:
-    """Which overrulable refusal an assessment is, if any (a word-order refusal names the
-    words that traded places, and none when it is a reordering)."""
+def refusal_kinds(assessment: Assessment) -> frozenset[str]:
+    """Which overrulable refusals an assessment is (a word-order refusal names the words that
+    traded places, and none when it is a reordering; a swap of common words is a substitution
+    too)."""
     if assessment.reason == "substitution":
-        return "substitution"
+        swapped = (*assessment.asked_only, *assessment.stored_only)
+        if all(is_common_word(word.lower()) for word in swapped):
+            return frozenset({"substitution", "common_swap"})
+        return frozenset({"substitution"})
     if assessment.reason == "word_order" and not assessment.asked_only:
-        return "reordering"
-    return None
+        return frozenset({"reordering"})
+    return frozenset()
 
 
 @dataclass(frozen=True)
@@ -262,7 +270,7 @@ class GateModel:
         open_ = [
             i
             for i, a in enumerate(found)
-            if a.reason is None or refusal_kind(a) in self.pair.overrules
+            if a.reason is None or refusal_kinds(a) & self.pair.overrules
         ]
         todo = [stored[i] for i in open_ if (asked, stored[i]) not in self._pair_scores]
         if todo:

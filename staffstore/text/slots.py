@@ -181,7 +181,10 @@ NEGATION = re.compile(
 _TAG_QUESTION = re.compile(r",?\s*(?:or not|true or false|yes or no|right|correct)\s*[?.!]*\s*$")
 _AUX = r"(?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had|am|'s|'re)"
 _FOCUS_PATTERNS = [
-    ("why", r"\bwhy\b|\bhow come\b|\bcaus(?:e|ed|es|ing)\b|\breasons?\b|\bbehind\b|"
+    # "What's behind" asks why; "how far behind" and "the run behind the model" do not.
+    ("why", r"\bwhy\b|\bhow come\b|\bcaus(?:e|ed|es|ing)\b|\breasons?\b|"
+            r"\bwhat(?:'s|s| is| was| are| were)? behind\b|"
+            r"\b(?:rationale|motivation|story|logic|thinking) behind\b|"
             r"\bwent wrong\b|\bgoing wrong\b|\bprompted\b|\bwhat (?:made|makes)\b|"
             r"\bwhat is making\b|\bwhat's making\b|\bled to\b|\bexplanation\b|"
             r"\bresponsible for\b|"
@@ -231,7 +234,7 @@ YES_NO = re.compile(
 # things and asks no quantity: "Which should I learn first: JavaScript or HTML/CSS?" is not
 # "How much HTML and CSS do I need to know before learning JavaScript?" (a Quora pair labelled
 # different that the score put at 0.999 when both were read as "what").
-_WHAT_COMPATIBLE = frozenset({"what", "how_many", "how_much", "how_long", "degree"})
+_WHAT_COMPATIBLE = frozenset({"what", "how_many", "how_much", "how_long", "degree", "share"})
 _A_THING = frozenset({"what", "which"})
 _CALENDAR = frozenset(MONTHS) - {"may"} | frozenset((*WEEKDAYS, *"q1 q2 q3 q4 h1 h2".split()))
 #: The superlatives not spelled with -est: "the best PepsiCo products" are some of them.
@@ -261,8 +264,65 @@ _FIRST_NAME = re.compile("^" + _CAPITALISED)
 _ROLL_BACK = re.compile(r"\broll(?:s|ed|ing)?[\s-]+back\b")
 _PARTICLE_UP = re.compile(
     r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
-    r"start|mark|scale)[\s-]+up\b"
+    r"start|mark|scale)[\s-]+ups?\b"
 )
+# "Off" after these verbs is a particle, not a switch: an alert "went off" (fired), a test run
+# "kicked off" (started), signups "fell off" (dropped), a lead "signed off" (approved).
+_PARTICLE_OFF = [
+    (
+        re.compile(
+            r"\b(?:go|goes|went|gone|going|set|sets|setting|pay|pays|paid|show|shows|"
+            r"showed|tip|tips|tipped|log|logs|logged|write|writes|wrote|written|head|"
+            r"heads|headed|call|calls|called|cool|cooled)[\s-]+off\b"
+        ),
+        " fired ",
+    ),
+    (re.compile(r"\bkick(?:s|ed|ing)?[\s-]+off\b"), " start "),
+    (re.compile(r"\bsign(?:s|ed|ing)?[\s-]+off\b"), " approve "),
+    (
+        re.compile(
+            r"\b(?:fall|falls|fell|fallen|falling|drop|drops|dropped|dropping|tail|tails|"
+            r"tailed|tailing|taper|tapers|tapered|tapering|trail|trails|trailed|"
+            r"trailing|level|levels|leveled|levelled)[\s-]+off\b"
+        ),
+        " fall ",
+    ),
+]
+# "On" and "off" as a switch's two states: after a verb of switching, or closing a clause or
+# a choice ("is drift detection on for prod-eu?", "on or off?"). Elsewhere "on" is a
+# preposition ("the drift alert on churnguard's feature", "on Android Chrome").
+_ON_OFF = re.compile(
+    r"\b(?:(?:turn|turns|turned|turning|switch|switches|switched|switching|flip|flips|flipped|"
+    r"flipping|toggle|toggles|toggled|toggling|shut|shuts|shutting|power|powers|powered)\s+)?"
+    r"\b(?:on|off)\b"
+)
+_STATE_CLOSES = re.compile(
+    r"\s*(?:$|[?.!,;:)]|(?:or|and|for|in|at|by|yet|now|already|still|again)\b)"
+)
+
+
+def _switch_states(text: str) -> str:
+    """`text` with every "on" and "off" that is not a switch's state blanked."""
+
+    def state(match: re.Match[str]) -> str:
+        said = match[0]
+        if " " in said or _STATE_CLOSES.match(text, match.end()):
+            return said  # after a verb of switching, or closing a clause
+        return " "
+
+    return _ON_OFF.sub(state, text)
+
+
+# Both states of one row offered as a choice ("on or off?", "up or down?", "pass or fail?")
+# ask which one holds: the choice names neither.
+_CHOICE = re.compile(r"\b([a-z]+)\s*(?:or|/)\s*([a-z]+)\b")
+
+
+def _choice(match: re.Match[str]) -> str:
+    one, other = _polar_places(match[1]), _polar_places(match[2])
+    if any((row, 1 - side) in other for row, side in one):
+        return " "
+    return match[0]
 
 
 @dataclass(frozen=True)
@@ -284,6 +344,9 @@ class Slots:
     names: frozenset[str]
     #: The degrees its plain words name ("most", "minimum", "latest"): see _DEGREE_WORDS.
     degree_words: frozenset[str] = frozenset()
+    #: Environments said only as a part of a hyphenated name, each with that name
+    #: ("console-web": ("web", "console-web")).
+    glued_environments: frozenset[tuple[str, str]] = frozenset()
 
     def __post_init__(self) -> None:
         share_sets(self)
@@ -311,6 +374,43 @@ def _environment(word: str) -> str | None:
             if close and same_word(canonical(word), word, canonical(known), known):
                 return _ENVIRONMENT_FOLD.get(known, known)
     return None
+
+
+# "us" is the region when typed so ("US invoices") or used as no pronoun is: not after a verb
+# that takes a person ("what did that bump us to", "let us know").
+_REGION_US = re.compile(
+    r"\bUS\b|(?<!\blet )(?<!\btell )(?<!\bgive )(?<!\bshow )(?<!\bhelp )(?<!\bsend )"
+    r"(?<!\bbump )(?<!\bbumped )(?<!\bget )(?<!\bgot )(?<!\bmove )(?<!\bmoved )(?<!\btake )"
+    r"(?<!\btook )(?<!\bcost )(?<!\bkeep )(?<!\bkept )(?<!\btold )(?<!\bgave )(?<!\bsent )"
+    r"(?<!\bbring )(?<!\bbrought )(?<!\bask )(?<!\basked )(?<!\bremind )(?<!\bput )"
+    r"(?<!\bleft )(?<!\bcosts )(?<!\btells )(?<!\bgives )(?<!\bshows )(?<!\bhelps )"
+    r"\bus\b"
+)
+_HYPHENATED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+_STANDALONE = re.compile(r"(?<![\w/-])[a-z]+(?![\w/-])")
+
+
+def _glued(low: str, environments: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """The environments `low` names only inside hyphenated names, each with the name."""
+    if not environments:
+        return frozenset()
+    alone = {_environment(w) for w in _STANDALONE.findall(low)}
+    return frozenset(
+        (env, compound)
+        for compound in _HYPHENATED.findall(low)
+        for part in compound.split("-")
+        if (env := _environment(part)) in environments and env not in alone
+    )
+
+
+def _environments(mine: Slots, other_text: str) -> frozenset[str]:
+    """The environments one side names, less those said only inside a hyphenated name that
+    the other side also writes, whole or within a longer identifier ("console-web" /
+    "orbit/console-web": a repository, not the web)."""
+    other = other_text.lower()
+    inside = {env for env, compound in mine.glued_environments if compound in other}
+    elsewhere = {env for env, compound in mine.glued_environments if compound not in other}
+    return mine.environments - (inside - elsewhere)
 
 
 def names(text: str) -> frozenset[str]:
@@ -631,6 +731,9 @@ def slots(text: str) -> Slots:
         without_frequency = pattern.sub(" ", without_frequency)
     polar_text = _PARTICLE_UP.sub(" ", low)  # "sign-up", "set up": a particle, not a direction
     polar_text = _ROLL_BACK.sub(" rollback ", polar_text)  # "rolling back" undoes a deploy
+    for pattern, meaning in _PARTICLE_OFF:
+        polar_text = pattern.sub(meaning, polar_text)
+    polar_text = _CHOICE.sub(_choice, _switch_states(polar_text))
     polar = [(w, _polar_places(w)) for w in re.findall(r"[a-z]+", polar_text)]
     # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
     dated = bool(_MONTH_DAY.search(low))
@@ -642,12 +745,16 @@ def slots(text: str) -> Slots:
         number_surfaces = [t.surface for t in number_words]
     else:
         iso_low, number_words, number_surfaces = low, toks, surfaces
+    environments = frozenset(e for e in map(_environment, surfaces) if e)
+    if "us" in environments and not _REGION_US.search(prepare(text)):
+        environments -= {"us"}
     return Slots(
         focus=focus(text),
         negation=bool(NEGATION.search(low)),
         polarity=frozenset(place for _w, places in polar for place in places),
         polar_words=tuple(w for w, places in polar if places),
-        environments=frozenset(e for e in map(_environment, surfaces) if e),
+        environments=environments,
+        glued_environments=_glued(low, environments),
         quantifiers=frozenset(
             _QUANTIFIERS[w] for w in re.findall(r"[a-z]+", without_frequency) if w in _QUANTIFIERS
         ),
@@ -947,6 +1054,22 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     # A day of a cohort, as product analytics write it: "D30 retention" is "day-30 retention".
     (re.compile(r"\bd(\d{1,3})\b(?=\W+retention\b|\W+(?:active|users)\b)", re.IGNORECASE),
      lambda match: f"day-{match[1]}"),
+    # ... which is also its "30-day retention".
+    (re.compile(r"\b(\d{1,3})[- ]day\b(?=\W+retention\b)", re.IGNORECASE),
+     lambda match: f"day-{match[1]}"),
+    # A plural of a priority or severity ("P1s", "sev2s") counts the tickets of that one.
+    (re.compile(r"\b(p|sev|s)(\d)s\b", re.IGNORECASE), lambda match: f"{match[1]}{match[2]}"),
+    # A party as a number or a letter: "3rd-party", "3p" and "third-party" are one.
+    (re.compile(r"\b(?:3rd[- ]part(y|ies)|3p)\b", re.IGNORECASE),
+     lambda match: f"third-part{match[1] or 'y'}"),
+    (re.compile(r"\b(?:1st[- ]part(y|ies)|1p)\b", re.IGNORECASE),
+     lambda match: f"first-part{match[1] or 'y'}"),
+    (re.compile(r"\bb4\b", re.IGNORECASE), lambda _match: "before"),
+    # A percentile in words: "the 75th percentile", "99th pct", "95th-percentile" are "p75"...
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl?|pctile)\b", re.IGNORECASE),
+     lambda match: f"p{match[1]}"),
+    (re.compile(r"\b(?:the )?(?:united states(?: of america)?|u\.s\.(?:a\.)?)(?!\w)",
+                re.IGNORECASE), lambda _match: "the US"),
     # The present said in other words: "currently", "at the moment", "rn" are "right now".
     (re.compile(r"\b(?:currently|at the moment|at present|as of now|atm|rn|rite now)\b",
                 re.IGNORECASE), lambda _match: "right now"),
@@ -999,7 +1122,9 @@ def differences(asked: str, stored: str) -> list[Difference]:
             differ("polarity", a.polar_words, b.polar_words)
             break
     if a.environments != b.environments:
-        differ("environment", a.environments, b.environments)
+        env_a, env_b = _environments(a, stored), _environments(b, asked)
+        if env_a != env_b:
+            differ("environment", env_a, env_b)
     if a.quantifiers != b.quantifiers:
         differ("quantifier", a.quantifiers, b.quantifiers)
     if a.aggregates and b.aggregates and a.aggregates != b.aggregates:
