@@ -376,16 +376,21 @@ def _environment(word: str) -> str | None:
     return None
 
 
-# "us" is the region when typed so ("US invoices") or used as no pronoun is: not after a verb
-# that takes a person ("what did that bump us to", "let us know").
-_REGION_US = re.compile(
-    r"\bUS\b|(?<!\blet )(?<!\btell )(?<!\bgive )(?<!\bshow )(?<!\bhelp )(?<!\bsend )"
-    r"(?<!\bbump )(?<!\bbumped )(?<!\bget )(?<!\bgot )(?<!\bmove )(?<!\bmoved )(?<!\btake )"
-    r"(?<!\btook )(?<!\bcost )(?<!\bkeep )(?<!\bkept )(?<!\btold )(?<!\bgave )(?<!\bsent )"
-    r"(?<!\bbring )(?<!\bbrought )(?<!\bask )(?<!\basked )(?<!\bremind )(?<!\bput )"
-    r"(?<!\bleft )(?<!\bcosts )(?<!\btells )(?<!\bgives )(?<!\bshows )(?<!\bhelps )"
-    r"\bus\b"
+# "us" is the region when typed so ("US invoices") or where it is no pronoun: not after a
+# verb that takes a person ("what did that bump us to", "let us know").
+_US = re.compile(r"(\S*)\s+us\b|^us\b|\bUS\b")
+_TAKES_A_PERSON = frozenset(
+    "let tell tells give gives gave show shows help helps send sent bump bumped get got move "
+    "moved take took cost costs keep kept told bring brought ask asked remind put left".split()
 )
+
+
+def _names_region_us(text: str) -> bool:
+    return any(
+        m[0] == "US" or m[1] is None or m[1] not in _TAKES_A_PERSON for m in _US.finditer(text)
+    )
+
+
 _HYPHENATED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 _STANDALONE = re.compile(r"(?<![\w/-])[a-z]+(?![\w/-])")
 
@@ -746,7 +751,7 @@ def slots(text: str) -> Slots:
     else:
         iso_low, number_words, number_surfaces = low, toks, surfaces
     environments = frozenset(e for e in map(_environment, surfaces) if e)
-    if "us" in environments and not _REGION_US.search(prepare(text)):
+    if "us" in environments and not _names_region_us(prepare(text)):
         environments -= {"us"}
     return Slots(
         focus=focus(text),
