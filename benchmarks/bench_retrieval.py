@@ -66,7 +66,7 @@ def read_set(sync: Any, text: str) -> tuple[list[Any], list[Any]]:
     found += widened_candidates(sync, turn, found, some_words)
     compared = compared_candidates(text, found)
     strict = [claim for claim, c in compared if c.same_question]
-    return found, strict + [claim for claim, _c in second_look_candidates(compared)]
+    return found, strict + [claim for claim, _c in second_look_candidates(text, compared)]
 
 
 async def bench_size(count: int, dev: list[dict[str, Any]], pool: Path | None) -> dict[str, Any]:

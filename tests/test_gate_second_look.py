@@ -955,3 +955,36 @@ def test_a_date_asked_for_is_a_when_question() -> None:
         == focus("Which team owns the fct_orders model?")
         == {"who"}
     )
+
+
+async def test_a_date_written_another_way_is_read_by_the_second_look(
+    put: PutClaim, store: StaffStore
+) -> None:
+    # Its words with digits differ ("1", "2025" / "2025-03-01"); its number slot does not.
+    claim = await put(
+        "How many invoices failed to generate in the invoice-worker prod run on 2025-03-01?", "12."
+    )
+    await put(
+        "How many invoices failed to generate in the invoice-worker prod run on 2025-03-02?", "3."
+    )
+    decision = await ask(
+        store,
+        "Could you tell me how many invoices failed to generate during the invoice-worker "
+        "production run on 1 March 2025?",
+        gate_budget=LOOSE,
+    )
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+    assert decision.threshold is not None  # served by the second look, not the strict test
+
+
+async def test_a_turn_whose_it_points_at_its_own_topic_is_no_follow_up(
+    put: PutClaim, store: StaffStore
+) -> None:
+    claim = await put("What's the message retention period on the billing-events SQS queue?", "4d.")
+    decision = await ask(
+        store, "billing-events SQS queue: what's the message retention period on it?",
+        gate_budget=LOOSE,
+    )  # fmt: skip
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+    # With no topic of its own, the same "it" points at an earlier turn.
+    assert (await ask(store, "what's the message retention period on it?")).reason == "follow_up"

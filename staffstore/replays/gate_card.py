@@ -151,11 +151,19 @@ def _scorer(params: dict[str, Any]) -> str:
         "with its neighbours')"
     )
     overrules = pair.get("overrules") or []
+    meanings = {
+        "reordering": "a `reordering` is a `word_order` refusal in which no two words traded "
+        "places: the model reads the order of the words itself",
+        "common_swap": "a `common_swap` is a `substitution` in which every word swapped, on "
+        'both sides, is a common English word ("locked" / "pinned"): a name or a made-up '
+        "word swapped stays refused",
+        "substitution": "a `substitution` is a word swapped for one the word similarity "
+        "finds unrelated",
+    }
     overruled = (
         f"; it may overrule the alignment's {' and '.join(f'`{r}`' for r in overrules)} "
-        "refusals (a reordering being a `word_order` refusal in which no two words traded "
-        "places), since it reads the order of the words itself, but never a slot nor two "
-        "words that traded places"
+        f"refusals ({'; '.join(meanings[r] for r in overrules if r in meanings)}), but never "
+        "a slot nor two words that traded places"
         if overrules
         else ""
     )

@@ -1089,6 +1089,14 @@ def spelled_out(text: str) -> str:
     return text
 
 
+def numbers_differ(asked: str, stored: str) -> bool:
+    """Whether two questions differ in their number slot (a number, version or date), read as
+    `differences` reads it: "Mar 4 2025" and "2025-03-04" are one date."""
+    asked, stored = spelled_out(asked), spelled_out(stored)
+    a, b = slots(asked), slots(stored)
+    return a.numbers != b.numbers and not _only_lead_numbers_differ(asked, a, stored, b)
+
+
 def differences(asked: str, stored: str) -> list[Difference]:
     """The slots in which a turn differs from a stored question (none: they may be one)."""
     asked, stored = spelled_out(asked), spelled_out(stored)
@@ -1138,7 +1146,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("time", a.deictic, b.deictic)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
-    if a.numbers != b.numbers and not _only_lead_numbers_differ(asked, a, stored, b):
+    if numbers_differ(asked, stored):
         differ("number_or_date", a.numbers, b.numbers)
     if not _same_degree(a, b):
         differ("degree", a.superlatives, b.superlatives)
