@@ -214,7 +214,7 @@ def second_look_candidates(
     # second look as well (its number slot): no need to read it again, nor to let it take the
     # place of one that may be the same question. The number slot decides, not the words with
     # digits: "Mar 4 2025" / "2025-03-04", "P1s" / "P1" are one value written two ways. Leaving
-    # out every candidate whose words with digits differ, as before December 5 2026, kept 10
+    # out every candidate whose words with digits differ, as before December 5 2026, kept 11
     # of the 340 fit-third paraphrases of workday_train_{a,b,c} that the gate serves against
     # their own claim alone from being read in a store of their file's 100 claims.
     still_open = [
