@@ -725,6 +725,28 @@ def _is_number(key: str) -> bool:
 
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
+def numbers(text: str) -> tuple[str, ...]:
+    """The numbers, versions, dates and calendar words a question names, sorted: its number
+    slot, read alone (the second look asks it of candidates it may skip)."""
+    low = _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
+    # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
+    dated = bool(_MONTH_DAY.search(low))
+    # The numbers are read with full dates in ISO form: "March 4, 2025" is "2025-03-04".
+    iso = with_iso_dates(text)
+    if iso != text:
+        low = " ".join(prepare(iso).lower().split())
+    number_words = words(iso)
+    surfaces = [t.surface for t in number_words]
+    return tuple(
+        sorted(
+            [_fold_number(t.key) for t in number_words if t.kind == "id" and _is_number(t.key)]
+            + [s for s in surfaces if s in _CALENDAR and not (dated and s in WEEKDAYS)]
+            + ["may"] * len(re.findall(r"\bmay\s+\d", low))
+        )
+    )
+
+
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def slots(text: str) -> Slots:
     """What a question says in each slot."""
     low = " ".join(prepare(text).lower().split())
@@ -740,16 +762,6 @@ def slots(text: str) -> Slots:
         polar_text = pattern.sub(meaning, polar_text)
     polar_text = _CHOICE.sub(_choice, _switch_states(polar_text))
     polar = [(w, _polar_places(w)) for w in re.findall(r"[a-z]+", polar_text)]
-    # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
-    dated = bool(_MONTH_DAY.search(low))
-    # The numbers are read with full dates in ISO form: "March 4, 2025" is "2025-03-04".
-    iso = with_iso_dates(text)
-    if iso != text:
-        iso_low = " ".join(prepare(iso).lower().split())
-        number_words = words(iso)
-        number_surfaces = [t.surface for t in number_words]
-    else:
-        iso_low, number_words, number_surfaces = low, toks, surfaces
     environments = frozenset(e for e in map(_environment, surfaces) if e)
     if "us" in environments and not _names_region_us(prepare(text)):
         environments -= {"us"}
@@ -768,13 +780,7 @@ def slots(text: str) -> Slots:
             " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
         ),
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
-        numbers=tuple(
-            sorted(
-                [_fold_number(t.key) for t in number_words if t.kind == "id" and _is_number(t.key)]
-                + [s for s in number_surfaces if s in _CALENDAR and not (dated and s in WEEKDAYS)]
-                + ["may"] * len(re.findall(r"\bmay\s+\d", iso_low))
-            )
-        ),
+        numbers=numbers(text),
         identifiers=frozenset(
             t.key
             for t in toks
@@ -988,17 +994,19 @@ def _name_covered(name: str, other: tuple[Word, ...], own: tuple[Word, ...] = ()
     return identifier_covered(name, other)  # "FeatureView" / "feature view"
 
 
-def _only_lead_numbers_differ(asked: str, a: Slots, stored: str, b: Slots) -> bool:
+def _only_lead_numbers_differ(
+    asked: str, a: tuple[str, ...], stored: str, b: tuple[str, ...]
+) -> bool:
     """Whether the numbers differ only by ones a lead-in names and the other side lacks: "for
     the SOC 2 audit: which keys are older than 180 days?" asks what "which keys are older than
     180 days?" asks. A number the other side has, wherever it stands, still counts."""
     lead_a, lead_b = split_topic(asked)[0], split_topic(stored)[0]
     if not lead_a and not lead_b:
         return False
-    only_lead_a = set(slots(lead_a).numbers) - set(b.numbers) if lead_a else set()
-    only_lead_b = set(slots(lead_b).numbers) - set(a.numbers) if lead_b else set()
-    kept_a = tuple(n for n in a.numbers if n not in only_lead_a)
-    kept_b = tuple(n for n in b.numbers if n not in only_lead_b)
+    only_lead_a = set(numbers(lead_a)) - set(b) if lead_a else set()
+    only_lead_b = set(numbers(lead_b)) - set(a) if lead_b else set()
+    kept_a = tuple(n for n in a if n not in only_lead_a)
+    kept_b = tuple(n for n in b if n not in only_lead_b)
     return kept_a == kept_b
 
 
@@ -1081,6 +1089,7 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
 ]  # fmt: skip
 
 
+@lru_cache(maxsize=QUESTIONS_CACHED)
 def spelled_out(text: str) -> str:
     """`text` with its time and number shorthand spelled out (see _SHORTHAND), so the slots
     compare what is said, not how briefly: "last wk" is "last week", "tues" "tuesday"."""
@@ -1093,8 +1102,8 @@ def numbers_differ(asked: str, stored: str) -> bool:
     """Whether two questions differ in their number slot (a number, version or date), read as
     `differences` reads it: "Mar 4 2025" and "2025-03-04" are one date."""
     asked, stored = spelled_out(asked), spelled_out(stored)
-    a, b = slots(asked), slots(stored)
-    return a.numbers != b.numbers and not _only_lead_numbers_differ(asked, a, stored, b)
+    a, b = numbers(asked), numbers(stored)
+    return a != b and not _only_lead_numbers_differ(asked, a, stored, b)
 
 
 def differences(asked: str, stored: str) -> list[Difference]:
