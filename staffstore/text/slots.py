@@ -292,9 +292,9 @@ _PARTICLE_OFF = [
 # a choice ("is drift detection on for prod-eu?", "on or off?"). Elsewhere "on" is a
 # preposition ("the drift alert on churnguard's feature", "on Android Chrome").
 _ON_OFF = re.compile(
-    r"\b(?:(?:turn|turns|turned|turning|switch|switches|switched|switching|flip|flips|flipped|"
-    r"flipping|toggle|toggles|toggled|toggling|shut|shuts|shutting|power|powers|powered)\s+)?"
-    r"\b(?:on|off)\b"
+    r"\b(?:(?P<switching>turn|turns|turned|turning|switch|switches|switched|switching|flip|"
+    r"flips|flipped|flipping|toggle|toggles|toggled|toggling|shut|shuts|shutting|power|powers|"
+    r"powered)\s+)?\b(?:on|off)\b"
 )
 _STATE_CLOSES = re.compile(
     r"\s*(?:$|[?.!,;:)]|(?:or|and|for|in|at|by|yet|now|already|still|again)\b)"
@@ -305,9 +305,8 @@ def _switch_states(text: str) -> str:
     """`text` with every "on" and "off" that is not a switch's state blanked."""
 
     def state(match: re.Match[str]) -> str:
-        said = match[0]
-        if " " in said or _STATE_CLOSES.match(text, match.end()):
-            return said  # after a verb of switching, or closing a clause
+        if match["switching"] or _STATE_CLOSES.match(text, match.end()):
+            return match[0]  # after a verb of switching, or closing a clause
         return " "
 
     return _ON_OFF.sub(state, text)
@@ -1101,7 +1100,11 @@ def spelled_out(text: str) -> str:
 def numbers_differ(asked: str, stored: str) -> bool:
     """Whether two questions differ in their number slot (a number, version or date), read as
     `differences` reads it: "Mar 4 2025" and "2025-03-04" are one date."""
-    asked, stored = spelled_out(asked), spelled_out(stored)
+    return _spelled_numbers_differ(spelled_out(asked), spelled_out(stored))
+
+
+def _spelled_numbers_differ(asked: str, stored: str) -> bool:
+    """numbers_differ for two texts already spelled out."""
     a, b = numbers(asked), numbers(stored)
     return a != b and not _only_lead_numbers_differ(asked, a, stored, b)
 
@@ -1155,7 +1158,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("time", a.deictic, b.deictic)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
-    if numbers_differ(asked, stored):
+    if _spelled_numbers_differ(asked, stored):
         differ("number_or_date", a.numbers, b.numbers)
     if not _same_degree(a, b):
         differ("degree", a.superlatives, b.superlatives)
