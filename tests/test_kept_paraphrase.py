@@ -88,6 +88,24 @@ async def test_a_near_miss_is_not_served(store: StaffStore) -> None:
     assert model.calls == 2 and other.source == "model"
 
 
+async def test_an_old_question_is_found_behind_many_newer_ones_sharing_a_word(
+    store: StaffStore,
+) -> None:
+    # Until December 5 2026 a lookup read only the scope's newest 200 kept prompts holding any
+    # of the turn's words: 250 newer questions about queues hid this one from its rewording.
+    model = Model()
+    paid = await ask(store, model, "How long is the retention period on the billing-events queue?")
+    for number in range(250):
+        newer = f"What is the consumer lag on the orders-{number} queue?"
+        await ask(store, model, newer, at=timedelta(seconds=number + 1))
+    reused = await ask(
+        store, model, "what's the retention period of the billing-events queue",
+        at=timedelta(minutes=10),
+    )  # fmt: skip
+    assert reused.source == "kept_answer" and reused.answer == paid.answer
+    assert model.calls == 251
+
+
 async def test_another_owner_never_gets_it(store: StaffStore) -> None:
     model = Model()
     await ask(store, model, ASKED)

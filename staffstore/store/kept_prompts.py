@@ -12,13 +12,15 @@ that writes the prompt and rebuilt, never copied, by copy.py. The scope is a has
 the namespace and the context key, so one lookup reads one scope's doclists; the rows are
 still checked by owner, namespace and context key, so no owner's prompt is another's candidate.
 
-Both backends return the same rows: the newest FETCH_LIMIT prompts of the scope that hold any
-of the asked tokens, of which the caller keeps those still able to serve, ranked here, in
-Python, by the tokens they share with the turn (ties: the newest first).
+Both backends return the same rows: for each asked token, the scope's newest prompts holding
+it (all of them for a rare token), ranked here, in Python, by the rarity of the tokens they
+share with the turn (ties: the newest first), of which those whose kept answer can still
+serve.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,8 +33,20 @@ from .rows import datetime_at, datetime_of, fts_phrase, kept_fresh, now_epoch
 
 _PG_T = 'TEXT COLLATE "C"'
 
-#: How many of a scope's newest matching prompts a lookup reads before ranking them.
-FETCH_LIMIT = 200
+#: How many prompt ids a lookup reads from the index at most, shared among the turn's tokens:
+#: a token held by fewer of the scope's prompts than its share brings every one of them,
+#: however old. Before December 5 2026 a lookup read the newest 200 prompts holding any of
+#: the tokens, so a scope's 200 newer questions that shared one word ("queue") with an older
+#: one hid it from its own rewording.
+PER_LOOKUP_IDS = 512
+#: The fewest and the most ids read for one token.
+MIN_PER_TOKEN, MAX_PER_TOKEN = 8, 64
+#: How many blocks of `limit` ranked prompts a lookup reads at most to find `limit` whose
+#: kept answers can still serve.
+READ_BLOCKS = 4
+#: Rarity's scale in the ranking (sync_store's for claims): a token held by n prompts weighs
+#: log(1 + _IDF_SCALE / n).
+_IDF_SCALE = 1_000.0
 
 _TABLE = """
     CREATE TABLE kept_prompts (
@@ -200,74 +214,87 @@ class KeptPromptTables:
     ) -> list[PromptCandidate]:
         """The owner's kept prompts in this namespace and context that hold any of `tokens`
         (FTS5 unicode61 tokens), whose kept answer is unexpired and no older than `max_age`
-        seconds: at most `limit`, those sharing the most tokens first, then the newest.
+        seconds: at most `limit`, those sharing the rarest tokens first, then the newest.
 
-        Two reads: the prompts of the newest FETCH_LIMIT matches, ranked here, then the kept
-        answers of the `limit` ranked first. The answers, most of a kept row's bytes, are
-        read for those alone.
+        Two reads: the newest prompts of the scope holding each token (every one of them for
+        a token fewer prompts hold than a token's share of PER_LOOKUP_IDS), ranked here by
+        the tokens each shares, each token weighing its rarity as in bm25; then the kept
+        answers of those ranked first, a block at a time until `limit` are fresh (at most
+        READ_BLOCKS blocks). The answers, most of a kept row's bytes, are read for those
+        alone.
         """
         wanted = sorted({t for t in tokens if t})
         if not wanted or limit < 1:
             return []
         scope = prompt_scope(owner, namespace, context_key)
-        moment = now_epoch(now)
-        fresh, fresh_params = kept_fresh("k", moment, max_age)
-        # Every row is checked by owner, namespace and context key, not by the scope alone.
-        joined = (
-            "JOIN kept_answers k ON k.owner = p.owner AND k.namespace = p.namespace "
-            "AND k.request_hash = p.request_hash "
-            f"WHERE p.owner = ? AND p.namespace = ? AND p.context_key = ?{fresh}"
-        )
-        params: list[Any] = [owner, namespace, context_key, *fresh_params]
-        if self.db.dialect == "sqlite":
-            # The matches drive the join (CROSS JOIN keeps that order): the planner otherwise
-            # walks every kept prompt of the owner's namespace by its index and tests each
-            # against the list, a cost that grows with all the owner has kept (3.4 ms against
-            # 0.9 for 2,000 matching prompts among 22,000 of one owner).
-            words = " OR ".join(fts_phrase(t) for t in wanted)
+        per_token = max(MIN_PER_TOKEN, min(MAX_PER_TOKEN, PER_LOOKUP_IDS // len(wanted)))
+        holding = self._prompts_holding(scope, wanted, per_token)
+        shared: dict[int, float] = {}
+        for ids in holding.values():
+            # A token whose list is full is held by at least that many prompts.
+            weight = math.log(1.0 + _IDF_SCALE / len(ids))
+            for prompt_id in ids:
+                shared[prompt_id] = shared.get(prompt_id, 0.0) + weight
+        # Most shared rarity first, ties the newest first.
+        ranked = sorted(sorted(shared, reverse=True), key=shared.__getitem__, reverse=True)
+        fresh, fresh_params = kept_fresh("k", now_epoch(now), max_age)
+        found: list[PromptCandidate] = []
+        start = 0
+        # At most READ_BLOCKS blocks: expired answers ranked first cost a read each block.
+        while start < min(len(ranked), READ_BLOCKS * limit) and len(found) < limit:
+            block = ranked[start : start + limit]
+            start += limit
+            # By id alone: with the owner's terms in the WHERE the planner walks the owner's
+            # index again. The rows still say whose they are, and are checked here.
+            marks = ", ".join("?" for _ in block)
             rows = self.db.fetchall(
-                "SELECT p.id, p.prompt, p.search_key FROM (SELECT rowid AS id "
-                "FROM kept_prompts_fts WHERE kept_prompts_fts MATCH ? "
-                "ORDER BY rowid DESC LIMIT ?) AS found "
-                f"CROSS JOIN kept_prompts p ON p.id = found.id {joined}",
-                (f"scope : {fts_phrase(scope)} AND {{prompt search_key}} : ({words})",
-                 FETCH_LIMIT, *params),
-            )  # fmt: skip
-        else:
-            # The matching ids first, once (MATERIALIZED), as the vault's lookup does.
-            rows = self.db.fetchall(
-                "WITH found AS MATERIALIZED (SELECT DISTINCT t.prompt_id FROM kept_prompt_terms t "
-                "WHERE t.scope = ? AND t.token = ANY(?) ORDER BY t.prompt_id DESC LIMIT ?) "
-                "SELECT p.id, p.prompt, p.search_key FROM found "
-                f"JOIN kept_prompts p ON p.id = found.prompt_id {joined}",
-                (scope, wanted, FETCH_LIMIT, *params),
+                "SELECT p.owner, p.namespace, p.context_key, p.id, p.prompt, k.request_hash, "
+                "k.receipt_id, k.model, k.answer, k.created_at, k.expires_at, k.cost_usd "
+                "FROM kept_prompts p JOIN kept_answers k ON k.owner = p.owner "
+                "AND k.namespace = p.namespace AND k.request_hash = p.request_hash "
+                f"WHERE p.id IN ({marks}){fresh}",
+                (*block, *fresh_params),
             )
-        asked = set(wanted)
+            by_id = {
+                int(row[3]): row[3:]
+                for row in rows
+                if tuple(row[:3]) == (owner, namespace, context_key)
+            }
+            found += [_candidate(by_id[pid]) for pid in block if pid in by_id]
+        return found[:limit]
 
-        def shared(row: Sequence[Any]) -> int:
-            return len(asked.intersection(fts_tokens(str(row[1])) + fts_tokens(str(row[2]))))
-
-        ranked = sorted(rows, key=lambda row: (-shared(row), -int(row[0])))
-        chosen = [int(row[0]) for row in ranked[:limit]]
-        if not chosen:
-            return []
-        # By id alone: with the owner's terms in the WHERE the planner walks the owner's
-        # index again. The rows still say whose they are, and are checked here.
-        marks = ", ".join("?" for _ in chosen)
-        found = self.db.fetchall(
-            "SELECT p.owner, p.namespace, p.context_key, p.id, p.prompt, k.request_hash, "
-            "k.receipt_id, k.model, k.answer, k.created_at, k.expires_at, k.cost_usd "
-            "FROM kept_prompts p JOIN kept_answers k ON k.owner = p.owner "
-            "AND k.namespace = p.namespace AND k.request_hash = p.request_hash "
-            f"WHERE p.id IN ({marks}){fresh}",
-            (*chosen, *fresh_params),
+    def _prompts_holding(
+        self, scope: str, tokens: Sequence[str], each: int
+    ) -> dict[str, list[int]]:
+        """For each token, the ids of the scope's `each` newest prompts holding it (in the
+        prompt or its content words), in one statement."""
+        if self.db.dialect == "sqlite":
+            # One FTS5 query per token, each walking its doclists newest first until it has
+            # `each`: FTS5 cannot stop early on an OR of them ranked by rarity.
+            one = (
+                "SELECT {index}, id FROM (SELECT rowid AS id FROM kept_prompts_fts "
+                "WHERE kept_prompts_fts MATCH ? ORDER BY rowid DESC LIMIT ?)"
+            )
+            sql = " UNION ALL ".join(one.format(index=i) for i in range(len(tokens)))
+            params: list[Any] = []
+            for token in tokens:
+                params += [f"scope : {fts_phrase(scope)} AND {{prompt search_key}} : "
+                           f"{fts_phrase(token)}", each]  # fmt: skip
+            rows = self.db.fetchall(sql, params)
+            holding: dict[str, list[int]] = {}
+            for index, prompt_id in rows:
+                holding.setdefault(tokens[int(index)], []).append(int(prompt_id))
+            return holding
+        rows = self.db.fetchall(
+            "SELECT t.token, p.prompt_id FROM unnest(?::text[]) AS t(token) "
+            "CROSS JOIN LATERAL (SELECT k.prompt_id FROM kept_prompt_terms k "
+            "WHERE k.scope = ? AND k.token = t.token ORDER BY k.prompt_id DESC LIMIT ?) AS p",
+            (list(tokens), scope, each),
         )
-        by_id = {
-            int(row[3]): row[3:]
-            for row in found
-            if tuple(row[:3]) == (owner, namespace, context_key)
-        }
-        return [_candidate(by_id[pid]) for pid in chosen if pid in by_id]
+        holding = {}
+        for token, prompt_id in rows:
+            holding.setdefault(str(token), []).append(int(prompt_id))
+        return holding
 
 
 def _candidate(row: Sequence[Any]) -> PromptCandidate:
