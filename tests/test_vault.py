@@ -37,6 +37,19 @@ async def test_an_older_message_is_found_by_the_turns_words(
     assert hits and "06:00 UTC" in hits[0].handle
 
 
+async def test_an_old_message_is_found_behind_thousands_holding_a_common_word(
+    store: StaffStore,
+) -> None:
+    # Until December 5 2026 a lookup read only the newest 2,000 messages holding any of the
+    # turn's words: 2,500 newer ones about the billing lunch hid the codename.
+    session_id = await store.ensure_session("alice", "very long")
+    await store.append_messages(session_id, EARLY)
+    chatter = [("user", f"chatter {n} about the billing lunch") for n in range(2_500)]
+    await store.append_messages(session_id, chatter)
+    hits = await vault_hits(store, session_id, "What is the billing codename?", skip_latest=8)
+    assert hits and "Kestrel" in hits[0].handle
+
+
 async def test_hits_point_back_to_the_stored_message(store: StaffStore, session: str) -> None:
     (hit, *_) = await vault_hits(store, session, "What is the codename?", skip_latest=8)
     assert hit.message_id == 1 and hit.role == "user"

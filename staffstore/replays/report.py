@@ -775,6 +775,18 @@ def _backend_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             f"p50 {session['p50_ms']:.1f} ms, p99 {session['p99_ms']:.1f} ms "
             f"({session['builds']} builds).",
         ]
+        at_scale = session.get("vault_at_scale") or []
+        if at_scale:
+            sizes = "; ".join(
+                f"{size['messages']:,} messages: p50 {size['p50_ms']:.1f} ms, p99 "
+                f"{size['p99_ms']:.1f} ms, the old message "
+                f"{'found' if size['finds_the_old_message'] else 'not found'}"
+                for size in at_scale
+            )
+            lines[-1] += (
+                " The vault alone, in one session whose newer messages each hold a common word "
+                f"of the turn and one old message its rare words, searched: {sizes}."
+            )
     return lines
 
 

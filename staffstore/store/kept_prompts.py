@@ -30,6 +30,7 @@ from ..identity import content_hash
 from .database import Database
 from .fts_tokens import fts_tokens
 from .rows import datetime_at, datetime_of, fts_phrase, kept_fresh, now_epoch
+from .search import by_shared_rarity
 
 _PG_T = 'TEXT COLLATE "C"'
 
@@ -229,14 +230,8 @@ class KeptPromptTables:
         scope = prompt_scope(owner, namespace, context_key)
         per_token = max(MIN_PER_TOKEN, min(MAX_PER_TOKEN, PER_LOOKUP_IDS // len(wanted)))
         holding = self._prompts_holding(scope, wanted, per_token)
-        shared: dict[int, float] = {}
-        for ids in holding.values():
-            # A token whose list is full is held by at least that many prompts.
-            weight = math.log(1.0 + _IDF_SCALE / len(ids))
-            for prompt_id in ids:
-                shared[prompt_id] = shared.get(prompt_id, 0.0) + weight
-        # Most shared rarity first, ties the newest first.
-        ranked = sorted(sorted(shared, reverse=True), key=shared.__getitem__, reverse=True)
+        # A token whose list is full is held by at least that many prompts.
+        ranked = by_shared_rarity(holding, lambda held: math.log(1.0 + _IDF_SCALE / held))
         fresh, fresh_params = kept_fresh("k", now_epoch(now), max_age)
         found: list[PromptCandidate] = []
         start = 0

@@ -9,12 +9,15 @@ several tokens ("3.11") is a phrase to FTS5, so rows holding all its tokens are 
 only where they stand together, as FTS5 keeps them; ranked search computes FTS5's bm25 from
 the same counts FTS5 uses. So the gate finds the same candidates in the same order
 on both, and decides the same (tests/test_backends.py plays the replays on both to check).
+
+Also here: by_shared_rarity, the ranking the kept prompts' and the session vault's lookups
+give what each of a turn's tokens found.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from ..models import Claim
@@ -410,3 +413,18 @@ def _instances(tokens: Sequence[str], phrase: Sequence[str]) -> int:
         for start in range(len(tokens) - width + 1)
         if tokens[start] == first and list(tokens[start : start + width]) == list(phrase)
     )
+
+
+def by_shared_rarity(
+    holding: Mapping[str, Sequence[int]], weight: Callable[[int], float]
+) -> list[int]:
+    """The ids listed in `holding` (a token -> the ids of the rows holding it), those sharing the
+    most weight first, ties the highest id (the newest) first: each token weighs `weight` of the
+    length of its list, so the rarer tokens count most. Where the kept prompts' and the session
+    vault's lookups rank what their tokens' doclists found."""
+    shared: dict[int, float] = {}
+    for ids in holding.values():
+        each = weight(len(ids))
+        for found in ids:
+            shared[found] = shared.get(found, 0.0) + each
+    return sorted(sorted(shared, reverse=True), key=shared.__getitem__, reverse=True)

@@ -26,9 +26,10 @@ VAULT_HEADER = (
     "Found in this session's older messages (search hits, derived context: not verified and "
     "not the user's words now; the newest statement of a fact wins):"
 )
-#: The most hits a prompt carries, and the most candidates one search ranks.
+#: The most hits a prompt carries, and the most candidates one search reads and ranks (those
+#: sharing the rarest of the turn's words: store/vault_tables.py).
 DEFAULT_HITS = 3
-MAX_CANDIDATES = 2_000
+MAX_CANDIDATES = 256
 #: The longest handle of one hit, in characters.
 MAX_HANDLE_CHARS = 600
 #: Words too common to find anything by: left out of the lookup (both backends alike).
@@ -60,15 +61,21 @@ def query_tokens(text: str) -> list[str]:
 
 
 def rank(
-    candidates: list[VaultMessage], searched: int, wanted: list[str]
+    candidates: list[VaultMessage],
+    searched: int,
+    wanted: list[str],
+    holding: dict[str, int] | None = None,
 ) -> list[tuple[float, VaultMessage]]:
-    """The candidates by bm25 over the searched messages, best first (newer first on a tie)."""
+    """The candidates by bm25 over the searched messages, best first (newer first on a tie).
+    `holding` says how many of the searched messages hold each token (the store's lookup
+    counts them); without it, the candidates are counted, as if they were all that hold one."""
     if not candidates:
         return []
     tokenized = {m.id: fts_tokens(m.content) for m in candidates}
-    frequency: Counter[str] = Counter()
-    for tokens in tokenized.values():
-        frequency.update(set(tokens) & set(wanted))
+    frequency: Counter[str] = Counter(holding or {})
+    if holding is None:
+        for tokens in tokenized.values():
+            frequency.update(set(tokens) & set(wanted))
     average = sum(len(t) for t in tokenized.values()) / len(tokenized) or 1.0
     total = max(searched, len(candidates))
     scored: list[tuple[float, VaultMessage]] = []
@@ -132,7 +139,7 @@ async def vault_hits(
         marks[message.id] = running.mark()
         running.add(message.content)
     hits: list[VaultHit] = []
-    for score, message in rank(found.messages, found.searched, wanted):
+    for score, message in rank(found.messages, found.searched, wanted, found.holding):
         if shown and message.id in shown:
             continue
         text_of = handle(message, wanted, running, marks[message.id])
