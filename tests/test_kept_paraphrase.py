@@ -106,6 +106,16 @@ async def test_an_old_question_is_found_behind_many_newer_ones_sharing_a_word(
     assert model.calls == 251
 
 
+async def test_a_turn_of_hundreds_of_words_is_looked_up(store: StaffStore) -> None:
+    model = Model()
+    await ask(store, model, ASKED)
+    # Each token looked up is a query of its own; a pasted trace holds hundreds of them.
+    pasted = "Why does the trace fail: " + " ".join(f"x{n}" for n in range(600)) + "?"
+    result = await ask(store, model, pasted, at=timedelta(minutes=1))
+    assert result.source == "model" and model.calls == 2
+    assert result.decision.reason not in ("follow_up", "too_long")  # it was looked up
+
+
 async def test_another_owner_never_gets_it(store: StaffStore) -> None:
     model = Model()
     await ask(store, model, ASKED)

@@ -50,6 +50,15 @@ async def test_an_old_message_is_found_behind_thousands_holding_a_common_word(
     assert hits and "Kestrel" in hits[0].handle
 
 
+async def test_a_turn_of_hundreds_of_words_looks_up_the_longest(
+    store: StaffStore, session: str
+) -> None:
+    # Each token looked up is a query of its own; a pasted log holds hundreds of them.
+    pasted = " ".join(f"frame{n}" for n in range(700))
+    hits = await vault_hits(store, session, f"{pasted} the invoice batch deadline", skip_latest=8)
+    assert hits and "06:00 UTC" in hits[0].handle
+
+
 async def test_hits_point_back_to_the_stored_message(store: StaffStore, session: str) -> None:
     (hit, *_) = await vault_hits(store, session, "What is the codename?", skip_latest=8)
     assert hit.message_id == 1 and hit.role == "user"

@@ -30,7 +30,7 @@ from ..identity import content_hash
 from .database import Database
 from .fts_tokens import fts_tokens
 from .rows import datetime_at, datetime_of, fts_phrase, kept_fresh, now_epoch
-from .search import by_shared_rarity
+from .search import by_shared_rarity, lookup_tokens
 
 _PG_T = 'TEXT COLLATE "C"'
 
@@ -219,12 +219,12 @@ class KeptPromptTables:
 
         Two reads: the newest prompts of the scope holding each token (every one of them for
         a token fewer prompts hold than a token's share of PER_LOOKUP_IDS), ranked here by
-        the tokens each shares, each token weighing its rarity as in bm25; then the kept
+        the rarity of the tokens each shares, as the claims' widened lookup ranks; then the kept
         answers of those ranked first, a block at a time until `limit` are fresh (at most
         READ_BLOCKS blocks). The answers, most of a kept row's bytes, are read for those
         alone.
         """
-        wanted = sorted({t for t in tokens if t})
+        wanted = lookup_tokens(tokens)
         if not wanted or limit < 1:
             return []
         scope = prompt_scope(owner, namespace, context_key)

@@ -428,3 +428,18 @@ def by_shared_rarity(
         for found in ids:
             shared[found] = shared.get(found, 0.0) + each
     return sorted(sorted(shared, reverse=True), key=shared.__getitem__, reverse=True)
+
+
+#: The most tokens a kept-prompt or vault lookup reads the doclists of, the longest first (a
+#: long word is seldom a common one): a turn pasted whole, a log or a file, holds hundreds, and
+#: each is a query of its own (SQLite also refuses a compound SELECT of over 500).
+MAX_LOOKUP_TOKENS = 64
+
+
+def lookup_tokens(tokens: Sequence[str]) -> list[str]:
+    """The distinct non-empty `tokens` a lookup reads, sorted: at most MAX_LOOKUP_TOKENS of
+    them, the longest first."""
+    wanted = sorted({t for t in tokens if t})
+    if len(wanted) <= MAX_LOOKUP_TOKENS:
+        return wanted
+    return sorted(sorted(wanted, key=lambda token: (-len(token), token))[:MAX_LOOKUP_TOKENS])

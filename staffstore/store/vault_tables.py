@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from .database import Database
 from .fts_tokens import fts_tokens
 from .rows import fts_phrase, upsert
-from .search import by_shared_rarity
+from .search import by_shared_rarity, lookup_tokens
 
 T = TypeVar("T")
 
@@ -97,8 +97,8 @@ class VaultMessage:
 class VaultCandidates:
     """What a vault lookup returns: the matching messages it read, newest first; how many
     messages the searched part of the session holds; and how many of them hold each token
-    (`holding`; for a token held by more than its share of the lookup's ids, that share: a
-    lower bound). Both are for ranking."""
+    looked up (`holding`; for a token held by more than its share of the lookup's ids, that
+    share: a lower bound). Both are for ranking."""
 
     messages: list[VaultMessage]
     searched: int
@@ -108,9 +108,9 @@ class VaultCandidates:
 #: How many message ids a vault lookup reads from the index at most, shared among the turn's
 #: tokens: a token fewer messages hold than its share brings every one of them, however old.
 #: Before December 5 2026 a lookup read the newest 2,000 messages holding any of the tokens,
-#: and every one of them whole: 23 ms a lookup in a session of 1,000 messages that all held
-#: one of the turn's words, 49 ms at 5,000, where an older message holding the turn's rare
-#: words was no longer found.
+#: and every one of them whole: 14 ms a lookup in a session of 1,000 messages that each held
+#: a common word of the turn, 35 ms at 20,000, where from 5,000 on an older message holding
+#: the turn's rare words was no longer found (benchmarks/bench_long_session.py).
 PER_LOOKUP_IDS = 1_024
 #: The fewest and the most ids read for one token.
 MIN_PER_TOKEN, MAX_PER_TOKEN = 16, 256
@@ -149,7 +149,7 @@ class VaultTables:
             f"SELECT count(*) FROM messages m WHERE m.session_id = ?{below}",
             (session_id, *bounds),
         )
-        wanted = sorted({t for t in tokens if t})
+        wanted = lookup_tokens(tokens)
         if not wanted or not searched or limit < 1:
             return VaultCandidates([], int(searched))
         each = max(MIN_PER_TOKEN, min(MAX_PER_TOKEN, PER_LOOKUP_IDS // len(wanted)))

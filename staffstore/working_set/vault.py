@@ -67,8 +67,9 @@ def rank(
     holding: dict[str, int] | None = None,
 ) -> list[tuple[float, VaultMessage]]:
     """The candidates by bm25 over the searched messages, best first (newer first on a tie).
-    `holding` says how many of the searched messages hold each token (the store's lookup
-    counts them); without it, the candidates are counted, as if they were all that hold one."""
+    `holding` says how many of the searched messages hold each token the store looked up (and
+    only those count); without it, the candidates are counted, as if they were all that hold
+    one."""
     if not candidates:
         return []
     tokenized = {m.id: fts_tokens(m.content) for m in candidates}
@@ -76,6 +77,8 @@ def rank(
     if holding is None:
         for tokens in tokenized.values():
             frequency.update(set(tokens) & set(wanted))
+    # Only the tokens the lookup counted (a long turn's are capped: search.lookup_tokens).
+    counted = wanted if holding is None else [t for t in wanted if t in holding]
     average = sum(len(t) for t in tokenized.values()) / len(tokenized) or 1.0
     total = max(searched, len(candidates))
     scored: list[tuple[float, VaultMessage]] = []
@@ -83,7 +86,7 @@ def rank(
         tokens = tokenized[message.id]
         counts = Counter(tokens)
         score = 0.0
-        for token in wanted:
+        for token in counted:
             hits = counts.get(token, 0)
             if not hits:
                 continue
