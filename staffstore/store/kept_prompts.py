@@ -20,7 +20,6 @@ serve.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +29,7 @@ from ..identity import content_hash
 from .database import Database
 from .fts_tokens import fts_tokens
 from .rows import datetime_at, datetime_of, fts_phrase, kept_fresh, now_epoch
-from .search import by_shared_rarity, lookup_tokens
+from .search import by_shared_rarity, lookup_tokens, newest_holding, rarity
 
 _PG_T = 'TEXT COLLATE "C"'
 
@@ -45,9 +44,6 @@ MIN_PER_TOKEN, MAX_PER_TOKEN = 8, 64
 #: How many blocks of `limit` ranked prompts a lookup reads at most to find `limit` whose
 #: kept answers can still serve.
 READ_BLOCKS = 4
-#: Rarity's scale in the ranking (sync_store's for claims): a token held by n prompts weighs
-#: log(1 + _IDF_SCALE / n).
-_IDF_SCALE = 1_000.0
 
 _TABLE = """
     CREATE TABLE kept_prompts (
@@ -229,9 +225,14 @@ class KeptPromptTables:
             return []
         scope = prompt_scope(owner, namespace, context_key)
         per_token = max(MIN_PER_TOKEN, min(MAX_PER_TOKEN, PER_LOOKUP_IDS // len(wanted)))
-        holding = self._prompts_holding(scope, wanted, per_token)
+        holding = newest_holding(
+            self.db, wanted, per_token, scope=scope,
+            fts=("kept_prompts_fts", lambda token: (
+                f"scope : {fts_phrase(scope)} AND {{prompt search_key}} : {fts_phrase(token)}")),
+            terms=("kept_prompt_terms", "scope", "prompt_id"),
+        )  # fmt: skip
         # A token whose list is full is held by at least that many prompts.
-        ranked = by_shared_rarity(holding, lambda held: math.log(1.0 + _IDF_SCALE / held))
+        ranked = by_shared_rarity(holding, rarity)
         fresh, fresh_params = kept_fresh("k", now_epoch(now), max_age)
         found: list[PromptCandidate] = []
         start = 0
@@ -257,39 +258,6 @@ class KeptPromptTables:
             }
             found += [_candidate(by_id[pid]) for pid in block if pid in by_id]
         return found[:limit]
-
-    def _prompts_holding(
-        self, scope: str, tokens: Sequence[str], each: int
-    ) -> dict[str, list[int]]:
-        """For each token, the ids of the scope's `each` newest prompts holding it (in the
-        prompt or its content words), in one statement."""
-        if self.db.dialect == "sqlite":
-            # One FTS5 query per token, each walking its doclists newest first until it has
-            # `each`: FTS5 cannot stop early on an OR of them ranked by rarity.
-            one = (
-                "SELECT {index}, id FROM (SELECT rowid AS id FROM kept_prompts_fts "
-                "WHERE kept_prompts_fts MATCH ? ORDER BY rowid DESC LIMIT ?)"
-            )
-            sql = " UNION ALL ".join(one.format(index=i) for i in range(len(tokens)))
-            params: list[Any] = []
-            for token in tokens:
-                params += [f"scope : {fts_phrase(scope)} AND {{prompt search_key}} : "
-                           f"{fts_phrase(token)}", each]  # fmt: skip
-            rows = self.db.fetchall(sql, params)
-            holding: dict[str, list[int]] = {}
-            for index, prompt_id in rows:
-                holding.setdefault(tokens[int(index)], []).append(int(prompt_id))
-            return holding
-        rows = self.db.fetchall(
-            "SELECT t.token, p.prompt_id FROM unnest(?::text[]) AS t(token) "
-            "CROSS JOIN LATERAL (SELECT k.prompt_id FROM kept_prompt_terms k "
-            "WHERE k.scope = ? AND k.token = t.token ORDER BY k.prompt_id DESC LIMIT ?) AS p",
-            (list(tokens), scope, each),
-        )
-        holding = {}
-        for token, prompt_id in rows:
-            holding.setdefault(str(token), []).append(int(prompt_id))
-        return holding
 
 
 def _candidate(row: Sequence[Any]) -> PromptCandidate:

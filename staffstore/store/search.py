@@ -415,6 +415,17 @@ def _instances(tokens: Sequence[str], phrase: Sequence[str]) -> int:
     )
 
 
+#: A notional collection size for the word weights of rarity(): only their order matters, and
+#: the gate reads no word held by more than about this many questions.
+_RARITY_SCALE = 1_000.0
+
+
+def rarity(holding: int) -> float:
+    """A word's weight when `holding` rows hold it, ln(1 + scale / holding): the rarer, the
+    heavier (the claims' widened lookup and the kept prompts' lookup rank by it)."""
+    return math.log(1.0 + _RARITY_SCALE / max(holding, 1))
+
+
 def by_shared_rarity(
     holding: Mapping[str, Sequence[int]], weight: Callable[[int], float]
 ) -> list[int]:
@@ -428,6 +439,57 @@ def by_shared_rarity(
         for found in ids:
             shared[found] = shared.get(found, 0.0) + each
     return sorted(sorted(shared, reverse=True), key=shared.__getitem__, reverse=True)
+
+
+class Doclists(Protocol):
+    """The part of a Database newest_holding uses."""
+
+    @property
+    def dialect(self) -> str: ...
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+
+def newest_holding(
+    db: Doclists,
+    tokens: Sequence[str],
+    each: int,
+    *,
+    scope: str,
+    fts: tuple[str, Callable[[str], str]],
+    terms: tuple[str, str, str],
+    below: int | None = None,
+) -> dict[str, list[int]]:
+    """For each token, the ids of the `each` newest rows of one scope that hold it (older than
+    `below`, when given), newest first, in one statement. On SQLite from the FTS5 table
+    `fts[0]`, one query per token (`fts[1]` makes a token's MATCH expression, the scope
+    included): each walks its doclists newest first until it has `each`, where FTS5 cannot stop
+    early on an OR of them ranked by rarity. On PostgreSQL from the doclist table `terms`
+    (table, scope column, id column), read backwards along its primary key."""
+    older: list[Any] = [] if below is None else [below]
+    if db.dialect == "sqlite":
+        table, match = fts
+        bound = "" if below is None else " AND rowid < ?"
+        one = (
+            f"SELECT {{index}}, id FROM (SELECT rowid AS id FROM {table} "
+            f"WHERE {table} MATCH ?{bound} ORDER BY rowid DESC LIMIT ?)"
+        )
+        sql = " UNION ALL ".join(one.format(index=i) for i in range(len(tokens)))
+        params = [value for token in tokens for value in (match(token), *older, each)]
+        rows = [(tokens[int(index)], found) for index, found in db.fetchall(sql, params)]
+    else:
+        table, scope_column, id_column = terms
+        bound = "" if below is None else f" AND d.{id_column} < ?"
+        rows = db.fetchall(
+            "SELECT t.token, p.found FROM unnest(?::text[]) AS t(token) CROSS JOIN LATERAL "
+            f"(SELECT d.{id_column} AS found FROM {table} d WHERE d.{scope_column} = ? "
+            f"AND d.token = t.token{bound} ORDER BY d.{id_column} DESC LIMIT ?) AS p",
+            (list(tokens), scope, *older, each),
+        )
+    holding: dict[str, list[int]] = {}
+    for token, found in rows:
+        holding.setdefault(str(token), []).append(int(found))
+    return holding
 
 
 #: The most tokens a kept-prompt or vault lookup reads the doclists of, the longest first (a

@@ -7,7 +7,6 @@ turns, costs the event loop one round trip instead of one per statement.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -32,7 +31,7 @@ from .rows import (
     receipt_row,
     row_to_claim,
 )
-from .search import Combine
+from .search import Combine, rarity
 from .state_tables import StateTables
 from .story_tables import StoryTables
 from .vault_tables import VaultTables
@@ -43,10 +42,6 @@ _KEY_VERSION_SETTING = "search_key_version"
 #: How many ranked matches similar_claims checks the owner of at once, after a first block of
 #: as many as it was asked for.
 _OWNER_CHECK_BLOCK = 32
-
-#: A notional collection size for similar_claims' word weights, ln(1 + scale / count): only
-#: their order matters, and the gate reads no word held by more than about this many questions.
-_IDF_SCALE = 1_000.0
 
 
 class SyncStore(
@@ -103,7 +98,7 @@ class SyncStore(
         shared: dict[int, float] = {}
         doclists = self.db.search.rowids_holding([word for word, _count in words], owner)
         for word, count in words:
-            weight = math.log(1.0 + _IDF_SCALE / max(count, 1))
+            weight = rarity(count)
             for rowid in doclists[word]:
                 shared[rowid] = shared.get(rowid, 0.0) + weight
         # Most shared rarity first, ties by rowid: rowids sorted, then a stable sort on the

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from .database import Database
 from .fts_tokens import fts_tokens
 from .rows import fts_phrase, upsert
-from .search import by_shared_rarity, lookup_tokens
+from .search import by_shared_rarity, lookup_tokens, newest_holding
 
 T = TypeVar("T")
 
@@ -153,7 +153,12 @@ class VaultTables:
         if not wanted or not searched or limit < 1:
             return VaultCandidates([], int(searched))
         each = max(MIN_PER_TOKEN, min(MAX_PER_TOKEN, PER_LOOKUP_IDS // len(wanted)))
-        holding = self._messages_holding(session_id, wanted, each, boundary)
+        holding = newest_holding(
+            self.db, wanted, each, scope=session_id, below=boundary,
+            fts=("messages_vault", lambda token: (
+                f"session_id : {fts_phrase(session_id)} AND content : {fts_phrase(token)}")),
+            terms=("vault_terms", "session_id", "message_id"),
+        )  # fmt: skip
         ranked = by_shared_rarity(holding, lambda held: _idf(int(searched), held))
         chosen = sorted(ranked[:limit], reverse=True)
         if not chosen:
@@ -166,43 +171,6 @@ class VaultTables:
         )
         found = [VaultMessage(int(i), str(role), str(text)) for i, role, text in rows]
         return VaultCandidates(found, int(searched), {t: len(ids) for t, ids in holding.items()})
-
-    def _messages_holding(
-        self, session_id: str, tokens: Sequence[str], each: int, boundary: int | None
-    ) -> dict[str, list[int]]:
-        """For each token, the ids of the session's `each` newest messages holding it, older
-        than `boundary` (None: all), in one statement."""
-        if self.db.dialect == "sqlite":
-            older = "" if boundary is None else " AND rowid < ?"
-            # One FTS5 query per token, each walking its doclists newest first until it has
-            # `each`, within the session's own doclist.
-            one = (
-                "SELECT {index}, id FROM (SELECT rowid AS id FROM messages_vault "
-                f"WHERE messages_vault MATCH ?{older} ORDER BY rowid DESC LIMIT ?)"
-            )
-            sql = " UNION ALL ".join(one.format(index=i) for i in range(len(tokens)))
-            params: list[Any] = []
-            for token in tokens:
-                params.append(f"session_id : {fts_phrase(session_id)} AND content : "
-                              f"{fts_phrase(token)}")  # fmt: skip
-                params += [] if boundary is None else [boundary]
-                params.append(each)
-            holding: dict[str, list[int]] = {}
-            for index, message_id in self.db.fetchall(sql, params):
-                holding.setdefault(tokens[int(index)], []).append(int(message_id))
-            return holding
-        older = "" if boundary is None else " AND v.message_id < ?"
-        rows = self.db.fetchall(
-            "SELECT t.token, p.message_id FROM unnest(?::text[]) AS t(token) "
-            "CROSS JOIN LATERAL (SELECT v.message_id FROM vault_terms v "
-            f"WHERE v.session_id = ? AND v.token = t.token{older} "
-            "ORDER BY v.message_id DESC LIMIT ?) AS p",
-            (list(tokens), session_id, *([] if boundary is None else [boundary]), each),
-        )
-        holding = {}
-        for token, message_id in rows:
-            holding.setdefault(str(token), []).append(int(message_id))
-        return holding
 
     def vault_recent(self, session_id: str, limit: int) -> list[tuple[int, str, str, int]]:
         """The session's newest `limit` messages as (id, role, content, recalls), newest
