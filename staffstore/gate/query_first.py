@@ -192,7 +192,14 @@ def _naming_the_agent(asked: Normalized, text: str, agent: str | None) -> Normal
     return normalize(pattern.sub(r"\1", text)) if pattern.search(text) else asked
 
 
-@lru_cache(maxsize=4_096)
+#: A turn compares itself with at most MAX_COMPARED questions, and again when its lookup
+#: widens: room for the turns of a few threads at once is all the cache is for. Over 10,000
+#: lookups at 100,000 claims, 4,096 entries served 236 of 50,722 comparisons and 256 served
+#: 234, for 5.7 MiB less memory.
+_COMPARISONS_CACHED = 512
+
+
+@lru_cache(maxsize=_COMPARISONS_CACHED)
 def _comparison(text: str, question: str, agent: str | None) -> Comparison:
     """The strict comparison of a turn with a stored question. Cached: on a miss, the lookup
     widens and decides again over the first candidates and the new ones."""
@@ -274,9 +281,11 @@ _PLAIN_WORD = re.compile(r"\w+")
 
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
-def _plain_words(text: str) -> frozenset[str]:
-    # Interned: the cache keeps thousands of these sets, of words that recur across them.
-    return frozenset(map(sys.intern, _PLAIN_WORD.findall(text.casefold())))
+def _plain_words(text: str) -> tuple[str, ...]:
+    # Each distinct word once, interned, in a tuple: the cache keeps thousands of these, of
+    # words that recur across them, and a tuple of eight words takes a seventh of a frozenset's
+    # memory (14.5 MiB after 10,000 lookups at 100,000 claims as frozensets).
+    return tuple(dict.fromkeys(map(sys.intern, _PLAIN_WORD.findall(text.casefold()))))
 
 
 def _most_alike(text: str, candidates: Sequence[Claim], limit: int) -> Sequence[Claim]:
@@ -284,11 +293,11 @@ def _most_alike(text: str, candidates: Sequence[Claim], limit: int) -> Sequence[
     turn, in the order given otherwise (a same-content match comes first from the store)."""
     if len(candidates) <= limit:
         return candidates
-    asked = _plain_words(text)
+    asked = frozenset(_plain_words(text))
 
     def shared(claim: Claim) -> float:
         stored = _plain_words(claim.question)
-        return len(asked & stored) / max(len(stored), 1)
+        return len(asked.intersection(stored)) / max(len(stored), 1)
 
     return sorted(candidates, key=shared, reverse=True)[:limit]
 

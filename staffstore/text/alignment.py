@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .interning import QUESTIONS_CACHED
+from .interning import QUESTIONS_CACHED, shared_set
 from .lexicon import canonical
 from .rephrasing import possessive_unfoldings
 from .similarity import similarity, text_cosine
@@ -196,7 +196,14 @@ def _places(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], 
             for j in (i - 1, i + 1)
         )
     )
-    return lead_keys, request_keys, topic_keys, beside
+    # Shared: most of these sets are empty or recur, and the cache keeps thousands of them
+    # (11 MiB after 10,000 lookups at 100,000 claims when each was its own).
+    return (
+        shared_set(lead_keys),
+        shared_set(request_keys),
+        shared_set(topic_keys),
+        shared_set(beside),
+    )
 
 
 _ARTICLES = frozenset({"the", "a", "an"})

@@ -37,9 +37,15 @@ def share_sets(instance: Any) -> None:
     for name in _field_names(instance.__class__):
         value = getattr(instance, name)
         if type(value) is frozenset:
-            shared = _shared_set(value) if value else EMPTY
+            shared = shared_set(value)
             if shared is not value:
                 object.__setattr__(instance, name, shared)
+
+
+def shared_set(value: frozenset[Any]) -> frozenset[Any]:
+    """One copy of a small set that recurs across analyses: EMPTY for an empty one, else the
+    first equal set the LRU still holds."""
+    return _shared_set(value) if value else EMPTY
 
 
 @lru_cache(maxsize=SHARED_SETS)
