@@ -83,7 +83,7 @@ def base_dir() -> Path:
     return folder
 
 
-def weighted(rows: list[tuple[str, str, int]]) -> list[Pair]:
+def workday_weighted(rows: list[tuple[str, str, int]]) -> list[Pair]:
     """Workday pairs with their weights: a paraphrase's, or a negative's."""
     weight = {0: float(SETTINGS["workday_weight"]), 1: float(SETTINGS["workday_paraphrase_weight"])}
     return [(a, s, y, weight[y]) for a, s, y in rows]
@@ -96,13 +96,13 @@ def training_pairs(eval_dir: Path, train_dir: Path) -> tuple[list[Pair], dict[st
     dev_file = eval_dir / "workday_dev.jsonl"
     claims, turns = workday_tuning(dev_file)
     rows = workday_pairs(claims, turns)
-    pairs += weighted(rows)
+    pairs += workday_weighted(rows)
     card["workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)"] = {
         "sha256": sha256(dev_file), "pairs": len(rows)}  # fmt: skip
     for file in train_files(train_dir):
         fit_claims, fit_turns = workday_thirds(file)["fit"]
         rows = workday_pairs(fit_claims, fit_turns)
-        pairs += weighted(rows)
+        pairs += workday_weighted(rows)
         card[f"{file.name} fit third"] = {"sha256": sha256(file), "pairs": len(rows)}
     stsb_file = train_dir / "stsb_train.jsonl"
     stsb = [(r["b"], r["a"], int(r["label"]), 1.0) for r in read_jsonl(stsb_file)]
@@ -152,8 +152,7 @@ def main() -> None:
 
     # recorded in the card with the other settings
     SETTINGS["epochs"] = args.epochs
-    SETTINGS["seed"] = args.seed
-    seed = int(SETTINGS["seed"])
+    SETTINGS["seed"] = seed = args.seed
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

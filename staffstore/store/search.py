@@ -441,13 +441,11 @@ def by_shared_rarity(
     return sorted(sorted(shared, reverse=True), key=shared.__getitem__, reverse=True)
 
 
-class Doclists(Protocol):
-    """The part of a Database newest_holding uses."""
+class Doclists(Rows, Protocol):
+    """The part of a Database newest_holding uses: its rows and which backend it is."""
 
     @property
     def dialect(self) -> str: ...
-
-    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
 
 def newest_holding(
