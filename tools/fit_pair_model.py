@@ -70,7 +70,8 @@ SETTINGS = {
     "seed": 13,
 }
 
-Pair = tuple[str, str, int, float]  # asked, stored, label, weight
+#: asked, stored, label, weight, and whether it is shown in both orders
+Pair = tuple[str, str, int, float, bool]
 
 
 def base_dir() -> Path:
@@ -84,9 +85,11 @@ def base_dir() -> Path:
 
 
 def workday_weighted(rows: list[tuple[str, str, int]]) -> list[Pair]:
-    """Workday pairs with their weights: a paraphrase's, or a negative's."""
+    """Workday pairs with their weights (a paraphrase's, or a negative's), each shown in both
+    orders with the workday_both_orders setting."""
     weight = {0: float(SETTINGS["workday_weight"]), 1: float(SETTINGS["workday_paraphrase_weight"])}
-    return [(a, s, y, weight[y]) for a, s, y in rows]
+    both = bool(SETTINGS["workday_both_orders"])
+    return [(a, s, y, weight[y], both) for a, s, y in rows]
 
 
 def training_pairs(eval_dir: Path, train_dir: Path) -> tuple[list[Pair], dict[str, Any]]:
@@ -105,12 +108,14 @@ def training_pairs(eval_dir: Path, train_dir: Path) -> tuple[list[Pair], dict[st
         pairs += workday_weighted(rows)
         card[f"{file.name} fit third"] = {"sha256": sha256(file), "pairs": len(rows)}
     stsb_file = train_dir / "stsb_train.jsonl"
-    stsb = [(r["b"], r["a"], int(r["label"]), 1.0) for r in read_jsonl(stsb_file)]
+    stsb = [(r["b"], r["a"], int(r["label"]), 1.0, False) for r in read_jsonl(stsb_file)]
     pairs += stsb
     card["stsb_train.jsonl"] = {"sha256": sha256(stsb_file), "pairs": len(stsb)}
     paws_file = eval_dir / "paws_wiki_dev.jsonl"
     paws = [
-        (r["b"], r["a"], int(r["label"]), 1.0) for r in read_jsonl(paws_file) if half(r["id"]) == 0
+        (r["b"], r["a"], int(r["label"]), 1.0, False)
+        for r in read_jsonl(paws_file)
+        if half(r["id"]) == 0
     ]
     random.Random(7).shuffle(paws)
     paws = paws[: int(SETTINGS["paws_pairs"])]
@@ -162,9 +167,9 @@ def main() -> None:
     order = random.Random(seed)
     # Both orders of a pair mean the same: a workday pair is shown both ways, any other once,
     # in a seeded random order.
-    shown: list[Pair] = []
-    for a, s, y, w in pairs:
-        if SETTINGS["workday_both_orders"] and w > 1.0:
+    shown: list[tuple[str, str, int, float]] = []
+    for a, s, y, w, both in pairs:
+        if both:
             shown += [(a, s, y, w), (s, a, y, w)]
         else:
             shown.append((s, a, y, w) if order.random() < 0.5 else (a, s, y, w))
