@@ -117,6 +117,16 @@ def test_a_word_swapped_for_an_unrelated_one_stays_refused(asked: str, stored: s
     assert found.probability is None and found.pair_probability is None
 
 
+def test_a_swap_between_questions_that_share_only_a_number_stays_refused() -> None:
+    # The pair model scores this pair 0.977, over the default budget's threshold: the number is
+    # all it has to go on (benchmarks/bench_proxy.py asks it of a store of bench settings).
+    asked, stored = "a question to repeat, number 43", "What is the bench setting number 43?"
+    found = default_model().assess(asked, stored)
+    assert found.reason == "substitution"
+    assert found.pair_probability is None
+    assert not found.shared_subject
+
+
 #: A word swapped for another where every swapped word is a common English word: the pair
 #: model reads it (tools/fit_gate.py, PAIR_OVERRULES).
 COMMON_SWAPS = [

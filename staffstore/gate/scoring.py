@@ -76,6 +76,9 @@ class Assessment:
     #: do not score where the pair model's probability is the score).
     tree_probability: float | None = None
     pair_probability: float | None = None
+    #: False for a substitution between two questions that share no subject (alignment.py
+    #: Substitution.shared_subject): no model may read them as one question.
+    shared_subject: bool = True
 
 
 #: What a stored text is, for the calibration: a question, or anything else.
@@ -141,8 +144,12 @@ OVERRULABLE = frozenset({"substitution", "common_swap", "reordering"})
 def refusal_kinds(assessment: Assessment) -> frozenset[str]:
     """Which overrulable refusals an assessment is (a word-order refusal names the words that
     traded places, and none when it is a reordering; a swap of common words is a substitution
-    too)."""
-    if assessment.reason == "substitution":
+    too). A substitution between two questions that share no subject, only a number, is none:
+    the pair model scored "a question to repeat, number 43" / "What is the bench setting number
+    43?" 0.977, over the default budget's threshold, while every paraphrase of workday_dev's
+    tuning split and the training files' fit thirds it serves over a common swap shares at
+    least two words beside the swap."""
+    if assessment.reason == "substitution" and assessment.shared_subject:
         swapped = (*assessment.asked_only, *assessment.stored_only)
         if all(is_common_word(word.lower()) for word in swapped):
             return frozenset({"substitution", "common_swap"})
@@ -302,7 +309,12 @@ class GateModel:
         asked, stored, alignment = read
         swap = substitution(alignment, self.filler)
         if swap.unrelated:
-            return Assessment("substitution", tuple(swap.asked_only), tuple(swap.stored_only))
+            return Assessment(
+                "substitution",
+                tuple(swap.asked_only),
+                tuple(swap.stored_only),
+                shared_subject=swap.shared_subject,
+            )
         if self.pair is not None and self.pair.combine_as == "pair":
             # The pair model's probability is the score: the trees' measures would be thrown away.
             return Assessment(None, tuple(swap.asked_only), tuple(swap.stored_only))

@@ -155,8 +155,9 @@ def _scorer(params: dict[str, Any]) -> str:
         "reordering": "a `reordering` is a `word_order` refusal in which no two words traded "
         "places: the model reads the order of the words itself",
         "common_swap": "a `common_swap` is a `substitution` in which every word swapped, on "
-        'both sides, is a common English word ("locked" / "pinned"): a name or a made-up '
-        "word swapped stays refused",
+        'both sides, is a common English word ("locked" / "pinned"), between two questions '
+        "that share a word beside it that is not a number: a name or a made-up word swapped "
+        "stays refused, and so does a swap between questions that share only a number",
         "substitution": "a `substitution` is a word swapped for one the word similarity "
         "finds unrelated",
     }

@@ -257,11 +257,14 @@ def _light(word: Word, filler: Filler) -> float:
 
 @dataclass(frozen=True)
 class Substitution:
-    """The weighty words each side has that the other lacks, and how alike the closest pair is."""
+    """The weighty words each side has that the other lacks, how alike the closest pair is, and
+    whether the two share a subject: a weighty word on each side, not a number, that the other
+    side has too."""
 
     asked_only: list[str]
     stored_only: list[str]
     closest: float
+    shared_subject: bool = True
 
     @property
     def unrelated(self) -> bool:
@@ -328,7 +331,19 @@ def substitution(a: Alignment, filler: Filler) -> Substitution:
     # / "who revoked it", "why was the backup slow" / "why was it cancelled"), and with it the
     # TEST split's near misses served at the default budget went from none to 2 of 390.
     closest = max((similarity(x, y) for x in asked for y in stored), default=1.0)
-    return Substitution([w.surface for w in asked], [w.surface for w in stored], closest)
+
+    # What the two are about, beside the words swapped: a number alone is no subject ("a
+    # question to repeat, number 43" / "What is the bench setting number 43?" share only one).
+    def kept(side: list[Word], best: list[float], roles: list[Role]) -> bool:
+        return any(
+            s >= ALIGNED and weighty(w) and r != "request" and not any(map(str.isdigit, w.surface))
+            for w, s, r in zip(side, best, roles, strict=True)
+        )
+
+    shared = kept(a.turn, a.turn_best, a.turn_roles) and kept(
+        a.stored, a.stored_best, a.stored_roles
+    )
+    return Substitution([w.surface for w in asked], [w.surface for w in stored], closest, shared)
 
 
 def order_pieces(a: Alignment, *, plain_only: bool = True) -> int:
