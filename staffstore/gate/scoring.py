@@ -44,6 +44,7 @@ from ..text.alignment import (
     possessive_reading,
     reattached,
     reordered,
+    shares_subject,
     substitution,
     swapped,
     topic_read,
@@ -77,7 +78,7 @@ class Assessment:
     tree_probability: float | None = None
     pair_probability: float | None = None
     #: False for a substitution between two questions that share no subject (alignment.py
-    #: Substitution.shared_subject): no model may read them as one question.
+    #: shares_subject): no model may read them as one question.
     shared_subject: bool = True
 
 
@@ -313,7 +314,8 @@ class GateModel:
                 "substitution",
                 tuple(swap.asked_only),
                 tuple(swap.stored_only),
-                shared_subject=swap.shared_subject,
+                # Asked only of a swap refused: the rest of the scored pairs never need it.
+                shared_subject=shares_subject(alignment, self.filler),
             )
         if self.pair is not None and self.pair.combine_as == "pair":
             # The pair model's probability is the score: the trees' measures would be thrown away.

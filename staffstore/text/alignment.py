@@ -257,32 +257,30 @@ def _light(word: Word, filler: Filler) -> float:
 
 @dataclass(frozen=True)
 class Substitution:
-    """The weighty words each side has that the other lacks, how alike the closest pair is, and
-    whether the two share a subject: a weighty word on each side, not a number, that the other
-    side has too."""
+    """The weighty words each side has that the other lacks, and how alike the closest pair is."""
 
     asked_only: list[str]
     stored_only: list[str]
     closest: float
-    shared_subject: bool = True
 
     @property
     def unrelated(self) -> bool:
         return bool(self.asked_only and self.stored_only) and self.closest < SUBSTITUTE
 
 
-def substitution(a: Alignment, filler: Filler) -> Substitution:
+def _weighty(word: Word, filler: Filler) -> bool:
     # Any word counts here, however common: "new user" is not "active user".
-    def weighty(word: Word) -> bool:
-        return filler.get(word.key, 1.0) >= HEAVY
+    return filler.get(word.key, 1.0) >= HEAVY
 
+
+def substitution(a: Alignment, filler: Filler) -> Substitution:
     def left_over(
         side: list[Word], best: list[float], roles: list[Role]
     ) -> list[tuple[Word, Role]]:
         return [
             (w, r)
             for w, s, r in zip(side, best, roles, strict=True)
-            if s < ALIGNED and weighty(w) and r != "request"
+            if s < ALIGNED and _weighty(w, filler) and r != "request"
         ]
 
     asked_all = left_over(a.turn, a.turn_best, a.turn_roles)
@@ -331,19 +329,26 @@ def substitution(a: Alignment, filler: Filler) -> Substitution:
     # / "who revoked it", "why was the backup slow" / "why was it cancelled"), and with it the
     # TEST split's near misses served at the default budget went from none to 2 of 390.
     closest = max((similarity(x, y) for x in asked for y in stored), default=1.0)
+    return Substitution([w.surface for w in asked], [w.surface for w in stored], closest)
 
-    # What the two are about, beside the words swapped: a number alone is no subject ("a
-    # question to repeat, number 43" / "What is the bench setting number 43?" share only one).
-    def kept(side: list[Word], best: list[float], roles: list[Role]) -> bool:
+
+def shares_subject(a: Alignment, filler: Filler) -> bool:
+    """Whether two questions share what they are about beside a swap: on each side a weighty
+    word, not a number, that the other side has too. A number alone is no subject ("a question
+    to repeat, number 43" / "What is the bench setting number 43?" share only that)."""
+
+    def holds_one(side: list[Word], best: list[float], roles: list[Role]) -> bool:
         return any(
-            s >= ALIGNED and weighty(w) and r != "request" and not any(map(str.isdigit, w.surface))
+            s >= ALIGNED
+            and _weighty(w, filler)
+            and r != "request"
+            and not any(map(str.isdigit, w.surface))
             for w, s, r in zip(side, best, roles, strict=True)
         )
 
-    shared = kept(a.turn, a.turn_best, a.turn_roles) and kept(
+    return holds_one(a.turn, a.turn_best, a.turn_roles) and holds_one(
         a.stored, a.stored_best, a.stored_roles
     )
-    return Substitution([w.surface for w in asked], [w.surface for w in stored], closest, shared)
 
 
 def order_pieces(a: Alignment, *, plain_only: bool = True) -> int:
