@@ -11,7 +11,7 @@ import pytest
 
 from staffstore.errors import ConstraintError
 from staffstore.models import NewClaim, Receipt, utcnow
-from staffstore.proxy.writer import Writer
+from staffstore.proxy.writer import MAX_BATCH, Writer
 from staffstore.store import StaffStore
 from staffstore.store.sync_store import TurnRecord
 
@@ -22,6 +22,14 @@ def _receipt(receipt_id: str) -> Receipt:
         id=receipt_id, owner="ann", outcome="hit", reason="exact", status="hit",
         inference_avoided=True, inference_attempted=False, latency_ms=0.1,
         started_at=now, finished_at=now,
+    )  # fmt: skip
+
+
+def _paid(receipt_id: str) -> Receipt:
+    """The receipt of a turn that called the model."""
+    return _receipt(receipt_id).model_copy(
+        update={"outcome": "miss", "reason": "no_match", "status": "ok",
+                "inference_avoided": False, "inference_attempted": True}
     )  # fmt: skip
 
 
@@ -85,6 +93,36 @@ async def test_other_work_runs_in_turn_and_returns_its_result(store: StaffStore)
     )
     await writer.close()
     assert stored.answer == "Yes."
+
+
+async def test_a_hit_is_committed_ahead_of_the_paid_turns_queued_before_it(
+    store: StaffStore,
+) -> None:
+    committed: list[str] = []
+    writer = Writer(store, on_commit=lambda record: committed.append(record.receipt.id))
+    writer.start()
+    # All queued before the writer runs again: 300 paid turns fill more than one commit.
+    await asyncio.gather(
+        *(writer.record(TurnRecord(_paid(f"paid{i}"))) for i in range(300)),
+        writer.record(TurnRecord(_receipt("hit"))),
+    )
+    await writer.close()
+    assert committed[0] == "hit"
+    assert committed[1:] == [f"paid{i}" for i in range(300)]  # the paid keep their order
+
+
+async def test_a_stream_of_hits_does_not_starve_a_paid_turn(store: StaffStore) -> None:
+    committed: list[str] = []
+    writer = Writer(store, on_commit=lambda record: committed.append(record.receipt.id))
+    writer.start()
+    await asyncio.gather(
+        writer.record(TurnRecord(_paid("paid"))),
+        *(writer.record(TurnRecord(_receipt(f"hit{i}"))) for i in range(600)),
+    )
+    await writer.close()
+    assert len(committed) == 601
+    # One commit of hits (at most MAX_BATCH) goes first, then the paid turn's own.
+    assert committed.index("paid") == MAX_BATCH
 
 
 async def test_a_closed_writer_refuses_work(store: StaffStore) -> None:

@@ -2,13 +2,16 @@
 
 The store has one writing SQLite connection, shared by every request in flight (the lookups
 have read connections of their own); a transaction opened by one request would take in
-another's statements, and a second BEGIN would fail. So one task writes, in arrival order. Turn
-records that queue up while a commit runs are written together in the next one (one statement
-per table), and each request waits until its own turn is committed before it answers, so a
-receipt named in a response header is already on disk. A batch that fails is retried record by
-record, so one bad record does not take others with it; a record the store cannot hold as it is
-(text SQLite cannot encode) is written with its text made storable, else as a bare receipt: a
-paid call never goes without one.
+another's statements, and a second BEGIN would fail. So one task writes. Turn records that queue
+up while a commit runs are written together in the next one (one statement per table), and each
+request waits until its own turn is committed before it answers, so a receipt named in a
+response header is already on disk. A turn answered without a model call (a hit, a request
+refused before it paid) goes ahead of the paid turns queued beside it, in a commit of its own:
+its client waits for nothing else, while a paid turn's client has already waited out a model
+call, which a few more milliseconds hardly change. The rest go in arrival order. A batch that
+fails is retried record by record, so one bad record does not take others with it; a record the
+store cannot hold as it is (text SQLite cannot encode) is written with its text made storable,
+else as a bare receipt: a paid call never goes without one.
 
 When another process holds the write lock past the store's lock timeout (a manual session, a
 VACUUM, a long import), the turns are not lost and the client is not kept waiting: they go to
@@ -75,6 +78,8 @@ class Writer:
         self._store = store
         self._on_commit = on_commit
         self._jobs: deque[_Job] = deque()
+        # Turns that made no model call: committed before everything in `_jobs`.
+        self._quick: deque[_Job] = deque()
         self._wake = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -123,17 +128,31 @@ class Writer:
         if self._closing or self._task is None:
             raise RuntimeError("the writer is not running")
         job = _Job(asyncio.get_running_loop().create_future(), record, work)
-        self._jobs.append(job)
+        # Jumping the queue breaks no order a client can see: a request's own writes (its
+        # session, its claim) were awaited before its turn is recorded, and the requests it
+        # overtakes were in flight beside it. Behind a locked store it joins the same backlog.
+        if record is not None and not record.receipt.inference_attempted:
+            self._quick.append(job)
+        else:
+            self._jobs.append(job)
         self._wake.set()
         # Shielded: a client that leaves must not take its receipt with it.
         return await asyncio.shield(job.done)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        quick_last = False
         while True:
             if self._backlog and loop.time() >= self._next_try:
                 await self._flush(lock_wait=RETRY_LOCK_WAIT)
                 self._next_try = loop.time() + self._retry_every
+            # Quick turns first, but never two of their commits in a row while other work
+            # waits: a steady stream of hits must not starve the paid turns.
+            if self._quick and not (quick_last and self._jobs):
+                await self._write(_take(self._quick))
+                quick_last = True
+                continue
+            quick_last = False
             if not self._jobs:
                 if self._closing:
                     return
@@ -154,10 +173,13 @@ class Writer:
             batch = [job]
             while self._jobs and self._jobs[0].record is not None and len(batch) < MAX_BATCH:
                 batch.append(self._jobs.popleft())
-            if self._backlog:  # the lock was taken a moment ago: keep the order, do not wait
-                self._defer(batch)
-            else:
-                await self._commit(batch)
+            await self._write(batch)
+
+    async def _write(self, batch: list[_Job]) -> None:
+        if self._backlog:  # the lock was taken a moment ago: keep the order, do not wait
+            self._defer(batch)
+        else:
+            await self._commit(batch)
 
     def _defer(self, batch: list[_Job]) -> None:
         if not self._backlog:
@@ -252,6 +274,11 @@ class Writer:
         self._landed += 1
         if self._on_commit is not None:
             self._on_commit(record)
+
+
+def _take(queue: deque[_Job]) -> list[_Job]:
+    """The next batch of a queue that holds turn records only."""
+    return [queue.popleft() for _ in range(min(len(queue), MAX_BATCH))]
 
 
 def _storable(text: str | None) -> str | None:
