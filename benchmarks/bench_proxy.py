@@ -2,9 +2,12 @@
 
 Three servers run in processes of their own on 127.0.0.1: the fake upstream (FakeOpenRouter,
 answering at once), the staffstore proxy in front of it, and a bare Starlette app that returns
-a fixed chat.completion (the floor: the same uvicorn and Starlette, no store). A small raw
-HTTP/1.1 keep-alive client times, for ours and the bare app alike: sequential hit latency (p50,
-p99) and hits per second with 50 concurrent connections. Misses are timed through the proxy
+a fixed chat.completion (the floor: the same uvicorn and Starlette, no store). A second bare
+app also commits one row to a SQLite file (WAL, synchronous=NORMAL, as the store) from a thread
+of its own before it answers: the floor of a server that, like the proxy, has a hit's receipt
+on disk before the response names it. A small raw HTTP/1.1 keep-alive client times, for ours
+and the bare apps alike: sequential hit latency (p50, p99) and hits per second with 50
+concurrent connections (the bare app only). Misses are timed through the proxy
 and directly against the fake upstream, interleaved, with a fresh question each time.
 Claim hits are timed once more while other connections keep the store's writer busy with
 misses (each one a receipt, its session messages and a kept answer, some 30 KB, and a lease
@@ -113,6 +116,52 @@ def serve_bare(ready: Any) -> None:
 
     async def chat(request: Request) -> Response:
         await request.body()
+        return JSONResponse(body)
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    _uvicorn(app, ready)
+
+
+def serve_bare_writing(ready: Any, db: str) -> None:
+    """The bare app, committing one row per request before it answers."""
+    import sqlite3
+    import uuid
+    from concurrent.futures import ThreadPoolExecutor
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from staffstore.proxy.wire import completion_body
+
+    body = completion_body("It is 7.", "bench/model")
+    # One thread owns the connection, as the store's writer does.
+    writer = ThreadPoolExecutor(max_workers=1)
+    connection: list[sqlite3.Connection] = []
+
+    def open_db() -> None:
+        db_connection = sqlite3.connect(db, isolation_level=None)
+        db_connection.execute("PRAGMA journal_mode = WAL")
+        db_connection.execute("PRAGMA synchronous = NORMAL")
+        db_connection.execute(
+            "CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, body TEXT, at REAL)"
+        )
+        connection.append(db_connection)
+
+    def commit_one(text: str) -> None:
+        db_connection = connection[0]
+        db_connection.execute("BEGIN IMMEDIATE")
+        db_connection.execute(
+            "INSERT INTO receipts VALUES (?, ?, ?)", (uuid.uuid4().hex, text, time.time())
+        )
+        db_connection.execute("COMMIT")
+
+    writer.submit(open_db).result()
+
+    async def chat(request: Request) -> Response:
+        text = (await request.body()).decode()
+        await asyncio.get_running_loop().run_in_executor(writer, commit_one, text)
         return JSONResponse(body)
 
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
@@ -340,6 +389,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     upstream_url = f"http://127.0.0.1:{fake_port}/api/v1"
     proxy, proxy_port = _start(serve_proxy, str(db), upstream_url, args.access_log)
     bare, bare_port = _start(serve_bare)
+    writing_bare, writing_bare_port = _start(serve_bare_writing, str(workdir / "bare.db"))
     try:
         claim_hits = [_ask(q.lower().rstrip("?")) for q in questions]
         if args.only_while_writing:
@@ -355,11 +405,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         warm = args.requests // 10
         await latency(proxy_port, claim_hits[:warm], expect="hit")
         await latency(bare_port, claim_hits[:warm], expect=None)
-        # The three series take turns, a slice each, so that a noisy moment on this shared
+        await latency(writing_bare_port, claim_hits[:warm], expect=None)
+        # The four series take turns, a slice each, so that a noisy moment on this shared
         # machine (a WAL checkpoint, another process) lands on all of them alike.
         ours_claim: list[float] = []
         ours_repeat: list[float] = []
         bare_times: list[float] = []
+        writing_bare_times: list[float] = []
         per_round = max(args.requests // ROUNDS, 1)
         for round_number in range(ROUNDS):
             offset = round_number * per_round
@@ -368,6 +420,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ours_claim += await latency(proxy_port, sequence, expect="hit")
             ours_repeat += await latency(proxy_port, again, expect="hit")
             bare_times += await latency(bare_port, sequence, expect=None)
+            writing_bare_times += await latency(writing_bare_port, sequence, expect=None)
 
         claim_rps = await throughput(proxy_port, claim_hits, args.clients, args.seconds)
         repeat_rps = await throughput(proxy_port, repeats, args.clients, args.seconds)
@@ -378,13 +431,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             proxy_port, claim_hits, args.hits_while_writing, args.writers
         )
     finally:
-        for process in (fake, proxy, bare):
+        for process in (fake, proxy, bare, writing_bare):
             process.terminate()
             process.join(5)
 
     claim = _summary(ours_claim)
     repeat = _summary(ours_repeat)
     bare_summary = _summary(bare_times)
+    writing_bare_summary = _summary(writing_bare_times)
     claim_ratio = claim["p50_ms"] / bare_summary["p50_ms"]
 
     def _installed(name: str) -> bool:
@@ -417,9 +471,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "hit_exact_repeat": repeat,
         "hit_claim_while_writing": writing,
         "bare_starlette": bare_summary,
+        "bare_starlette_committing_a_row": writing_bare_summary,
         "hit_p50_ratio_ours_over_bare": {
             "claim": round(claim_ratio, 2),
             "exact_repeat": round(repeat["p50_ms"] / bare_summary["p50_ms"], 2),
+        },
+        "hit_p50_ratio_ours_over_bare_committing_a_row": {
+            "claim": round(claim["p50_ms"] / writing_bare_summary["p50_ms"], 2),
+            "exact_repeat": round(repeat["p50_ms"] / writing_bare_summary["p50_ms"], 2),
         },
         "hits_per_second": {
             "claim": round(claim_rps, 1),
@@ -490,6 +549,12 @@ def main() -> int:
             f"  ({ratio:.2f}x bare)"
         )
     print(f"bare starlette      p50 {bare['p50_ms']:7.3f} ms  p99 {bare['p99_ms']:7.3f} ms")
+    committing = result["bare_starlette_committing_a_row"]
+    over = result["hit_p50_ratio_ours_over_bare_committing_a_row"]["claim"]
+    print(
+        f"bare, commits a row p50 {committing['p50_ms']:7.3f} ms"
+        f"  p99 {committing['p99_ms']:7.3f} ms  (claim hit {over:.2f}x)"
+    )
     print(
         f"per second, {args.clients} clients: claim hits {rps['claim']:.0f},"
         f" exact repeats {rps['exact_repeat']:.0f}, bare {rps['bare']:.0f}"

@@ -394,6 +394,44 @@ def _closed_loop() -> dict[str, dict[str, float]]:
     }
 
 
+def _proxy_ledger(**extra: Any) -> dict[str, Any]:
+    miss = {"proxy_p50_ms": 6.85, "proxy_p99_ms": 9.91, "overhead_p50_ms": 6.45}
+    return {
+        "benchmark": "proxy",
+        "hit_claim": _latency(1.475, 3.349, 5.0, 6.0, 900.0),
+        "hit_exact_repeat": _latency(1.285, 3.044, 4.0, 5.0, 1400.0),
+        "bare_starlette": _latency(0.214, 0.358, 0.5, 0.6, 17000.0),
+        "miss_with_lookup": miss,
+        "miss_forward_only": {**miss, "overhead_p50_ms": 2.63},
+        **extra,
+    }
+
+
+def _proxy_markdown(tmp_path: Path, ledger: dict[str, Any]) -> str:
+    folder = tmp_path / "proxy-ledgers"
+    folder.mkdir()
+    (folder / "bench-proxy.json").write_text(json.dumps(ledger), encoding="utf-8")
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    return results_markdown(read_ledgers(folder))
+
+
+def test_report_quotes_the_bare_app_that_commits_a_row_beside_the_proxy(tmp_path: Path) -> None:
+    floor = _latency(0.617, 1.482, 2.0, 2.5, 1500.0)
+    text = _proxy_markdown(tmp_path, _proxy_ledger(bare_starlette_committing_a_row=floor))
+    assert "| bare starlette app | 0.21 ms | 0.36 ms |" in text
+    assert (
+        "| bare starlette app, committing a row to SQLite before it answers | 0.62 ms | 1.48 ms |"
+    ) in text
+
+
+def test_an_older_proxy_ledger_without_that_floor_still_reports(tmp_path: Path) -> None:
+    text = _proxy_markdown(tmp_path, _proxy_ledger())
+    assert "| claim hit | 1.48 ms | 3.35 ms |" in text
+    assert "committing a row" not in text
+
+
 def _scale_markdown(tmp_path: Path, result: dict[str, Any]) -> str:
     """The results' markdown from a proxy-at-scale ledger of one size (and one pairs ledger,
     without which the report finds nothing to read)."""
