@@ -1,6 +1,6 @@
 """Proxy benchmark: hit latency and throughput, and what a miss costs over a direct call.
 
-Three servers run in processes of their own on 127.0.0.1: the fake upstream (FakeOpenRouter,
+Four servers run in processes of their own on 127.0.0.1: the fake upstream (FakeOpenRouter,
 answering at once), the staffstore proxy in front of it, and a bare Starlette app that returns
 a fixed chat.completion (the floor: the same uvicorn and Starlette, no store). A second bare
 app also commits one row to a SQLite file (WAL, synchronous=NORMAL, as the store) from a thread
