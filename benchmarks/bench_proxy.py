@@ -104,26 +104,10 @@ def serve_proxy(
     _uvicorn(create_app(config), ready)
 
 
-def serve_bare(ready: Any) -> None:
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
-
-    from staffstore.proxy.wire import completion_body
-
-    body = completion_body("It is 7.", "bench/model")
-
-    async def chat(request: Request) -> Response:
-        await request.body()
-        return JSONResponse(body)
-
-    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
-    _uvicorn(app, ready)
-
-
-def serve_bare_writing(ready: Any, db: str) -> None:
-    """The bare app, committing one row per request before it answers."""
+def serve_bare(ready: Any, db: str | None = None) -> None:
+    """The floor: a fixed chat.completion. With `db`, each request first commits one row to
+    that SQLite file (WAL, synchronous=NORMAL, as the store) from a thread that owns the
+    connection, as the store's writer does, and the answer waits for the commit."""
     import sqlite3
     import uuid
     from concurrent.futures import ThreadPoolExecutor
@@ -136,32 +120,33 @@ def serve_bare_writing(ready: Any, db: str) -> None:
     from staffstore.proxy.wire import completion_body
 
     body = completion_body("It is 7.", "bench/model")
-    # One thread owns the connection, as the store's writer does.
     writer = ThreadPoolExecutor(max_workers=1)
     connection: list[sqlite3.Connection] = []
 
-    def open_db() -> None:
-        db_connection = sqlite3.connect(db, isolation_level=None)
-        db_connection.execute("PRAGMA journal_mode = WAL")
-        db_connection.execute("PRAGMA synchronous = NORMAL")
-        db_connection.execute(
+    def open_db(path: str) -> None:
+        opened = sqlite3.connect(path, isolation_level=None)
+        opened.execute("PRAGMA journal_mode = WAL")
+        opened.execute("PRAGMA synchronous = NORMAL")
+        opened.execute(
             "CREATE TABLE IF NOT EXISTS receipts (id TEXT PRIMARY KEY, body TEXT, at REAL)"
         )
-        connection.append(db_connection)
+        connection.append(opened)
 
     def commit_one(text: str) -> None:
-        db_connection = connection[0]
+        (db_connection,) = connection
         db_connection.execute("BEGIN IMMEDIATE")
         db_connection.execute(
             "INSERT INTO receipts VALUES (?, ?, ?)", (uuid.uuid4().hex, text, time.time())
         )
         db_connection.execute("COMMIT")
 
-    writer.submit(open_db).result()
+    if db is not None:
+        writer.submit(open_db, db).result()
 
     async def chat(request: Request) -> Response:
-        text = (await request.body()).decode()
-        await asyncio.get_running_loop().run_in_executor(writer, commit_one, text)
+        received = await request.body()
+        if db is not None:
+            await asyncio.get_running_loop().run_in_executor(writer, commit_one, received.decode())
         return JSONResponse(body)
 
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
@@ -389,7 +374,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     upstream_url = f"http://127.0.0.1:{fake_port}/api/v1"
     proxy, proxy_port = _start(serve_proxy, str(db), upstream_url, args.access_log)
     bare, bare_port = _start(serve_bare)
-    writing_bare, writing_bare_port = _start(serve_bare_writing, str(workdir / "bare.db"))
+    writing_bare, writing_bare_port = _start(serve_bare, str(workdir / "bare.db"))
     try:
         claim_hits = [_ask(q.lower().rstrip("?")) for q in questions]
         if args.only_while_writing:

@@ -394,6 +394,25 @@ def _closed_loop() -> dict[str, dict[str, float]]:
     }
 
 
+def _bench_markdown(tmp_path: Path, name: str, ledger: dict[str, Any]) -> str:
+    """The results' markdown from one benchmark's ledger, bench-`name`.json (and one pairs
+    ledger, without which the report finds nothing to read)."""
+    folder = tmp_path / "bench-ledgers"
+    folder.mkdir()
+    (folder / f"bench-{name}.json").write_text(json.dumps(ledger), encoding="utf-8")
+    (folder / "pairs-x-ledger.json").write_text(
+        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
+    )
+    return results_markdown(read_ledgers(folder))
+
+
+def _scale_markdown(tmp_path: Path, result: dict[str, Any]) -> str:
+    """The results' markdown from a proxy-at-scale ledger of one size."""
+    return _bench_markdown(
+        tmp_path, "proxy-scale", {"benchmark": "proxy-scale", "results": [result]}
+    )
+
+
 def _proxy_ledger(**extra: Any) -> dict[str, Any]:
     miss = {"proxy_p50_ms": 6.85, "proxy_p99_ms": 9.91, "overhead_p50_ms": 6.45}
     return {
@@ -407,19 +426,9 @@ def _proxy_ledger(**extra: Any) -> dict[str, Any]:
     }
 
 
-def _proxy_markdown(tmp_path: Path, ledger: dict[str, Any]) -> str:
-    folder = tmp_path / "proxy-ledgers"
-    folder.mkdir()
-    (folder / "bench-proxy.json").write_text(json.dumps(ledger), encoding="utf-8")
-    (folder / "pairs-x-ledger.json").write_text(
-        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
-    )
-    return results_markdown(read_ledgers(folder))
-
-
 def test_report_quotes_the_bare_app_that_commits_a_row_beside_the_proxy(tmp_path: Path) -> None:
     floor = _latency(0.617, 1.482, 2.0, 2.5, 1500.0)
-    text = _proxy_markdown(tmp_path, _proxy_ledger(bare_starlette_committing_a_row=floor))
+    text = _bench_markdown(tmp_path, "proxy", _proxy_ledger(bare_starlette_committing_a_row=floor))
     assert "| bare starlette app | 0.21 ms | 0.36 ms |" in text
     assert (
         "| bare starlette app, committing a row to SQLite before it answers | 0.62 ms | 1.48 ms |"
@@ -427,23 +436,9 @@ def test_report_quotes_the_bare_app_that_commits_a_row_beside_the_proxy(tmp_path
 
 
 def test_an_older_proxy_ledger_without_that_floor_still_reports(tmp_path: Path) -> None:
-    text = _proxy_markdown(tmp_path, _proxy_ledger())
+    text = _bench_markdown(tmp_path, "proxy", _proxy_ledger())
     assert "| claim hit | 1.48 ms | 3.35 ms |" in text
     assert "committing a row" not in text
-
-
-def _scale_markdown(tmp_path: Path, result: dict[str, Any]) -> str:
-    """The results' markdown from a proxy-at-scale ledger of one size (and one pairs ledger,
-    without which the report finds nothing to read)."""
-    folder = tmp_path / "bench-ledgers"
-    folder.mkdir()
-    (folder / "bench-proxy-scale.json").write_text(
-        json.dumps({"benchmark": "proxy-scale", "results": [result]}), encoding="utf-8"
-    )
-    (folder / "pairs-x-ledger.json").write_text(
-        json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
-    )
-    return results_markdown(read_ledgers(folder))
 
 
 def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:

@@ -95,31 +95,29 @@ async def test_other_work_runs_in_turn_and_returns_its_result(store: StaffStore)
     assert stored.answer == "Yes."
 
 
-async def test_a_hit_is_committed_ahead_of_the_paid_turns_queued_before_it(
-    store: StaffStore,
-) -> None:
+async def _commit_order(store: StaffStore, receipts: list[Receipt]) -> list[str]:
+    """The receipt ids in the order a writer commits them, all queued before it runs again."""
     committed: list[str] = []
     writer = Writer(store, on_commit=lambda record: committed.append(record.receipt.id))
     writer.start()
-    # All queued before the writer runs again: 300 paid turns fill more than one commit.
-    await asyncio.gather(
-        *(writer.record(TurnRecord(_paid(f"paid{i}"))) for i in range(300)),
-        writer.record(TurnRecord(_receipt("hit"))),
-    )
+    await asyncio.gather(*(writer.record(TurnRecord(receipt)) for receipt in receipts))
     await writer.close()
+    return committed
+
+
+async def test_a_hit_is_committed_ahead_of_the_paid_turns_queued_before_it(
+    store: StaffStore,
+) -> None:
+    # 300 paid turns fill more than one commit.
+    paid = [_paid(f"paid{i}") for i in range(300)]
+    committed = await _commit_order(store, [*paid, _receipt("hit")])
     assert committed[0] == "hit"
     assert committed[1:] == [f"paid{i}" for i in range(300)]  # the paid keep their order
 
 
 async def test_a_stream_of_hits_does_not_starve_a_paid_turn(store: StaffStore) -> None:
-    committed: list[str] = []
-    writer = Writer(store, on_commit=lambda record: committed.append(record.receipt.id))
-    writer.start()
-    await asyncio.gather(
-        writer.record(TurnRecord(_paid("paid"))),
-        *(writer.record(TurnRecord(_receipt(f"hit{i}"))) for i in range(600)),
-    )
-    await writer.close()
+    hits = [_receipt(f"hit{i}") for i in range(600)]
+    committed = await _commit_order(store, [_paid("paid"), *hits])
     assert len(committed) == 601
     # One commit of hits (at most MAX_BATCH) goes first, then the paid turn's own.
     assert committed.index("paid") == MAX_BATCH
