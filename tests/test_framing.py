@@ -1,0 +1,65 @@
+"""The question alone (text/framing.py): what the pair model reads of a turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from staffstore.text.framing import bare_question
+
+QUESTION = "Why does the nightly backup fail on dbhost?"
+
+
+@pytest.mark.parametrize(
+    "framed",
+    [
+        "hey, why does the nightly backup fail on dbhost?",
+        "Hi team - why does the nightly backup fail on dbhost?",
+        "quick q: why does the nightly backup fail on dbhost?",
+        "ok so why does the nightly backup fail on dbhost?",
+        "for the postmortem: why does the nightly backup fail on dbhost?",
+        "For the weekly report, why does the nightly backup fail on dbhost?",
+        "why does the nightly backup fail on dbhost? thanks",
+        "Why does the nightly backup fail on dbhost? Thank you!",
+    ],
+)
+def test_greetings_lead_ins_and_thanks_are_left_out(framed: str) -> None:
+    assert bare_question(framed) == QUESTION
+
+
+@pytest.mark.parametrize(
+    ("framed", "bare"),
+    [
+        ("Could you tell me why the backup fails?", "Why the backup fails?"),
+        ("can you remind me when the cert expires?", "When the cert expires?"),
+        ("walk me through how the deploy works", "How the deploy works"),
+        ("Tell me how many agents are on call.", "How many agents are on call."),
+        ("Explain why the backup fails on dbhost.", "Why the backup fails on dbhost."),
+        ("please find out which version prod runs", "Which version prod runs"),
+        ("check whether the cert expired", "Whether the cert expired"),
+    ],
+)
+def test_a_request_around_the_question_is_left_out(framed: str, bare: str) -> None:
+    assert bare_question(framed) == bare
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        QUESTION,
+        # A topic the question points back at is what it asks about.
+        "The prod-iam workspace's Terraform state: where is it stored?",
+        "nightly backup failing on dbhost - why?",
+        # "explain" asks for no wh-clause here: it is the question's own verb.
+        "Explain the retry policy of the billing queue",
+        # Nothing would be left.
+        "hey",
+        "thanks!",
+    ],
+)
+def test_a_question_with_nothing_around_it_is_read_as_typed(text: str) -> None:
+    assert bare_question(text) == text
+
+
+def test_a_lead_in_that_asks_a_question_of_its_own_stays() -> None:
+    both = "why did it fail, and what fixed it?"
+    assert bare_question(both) == both
