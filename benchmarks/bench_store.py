@@ -98,6 +98,12 @@ def write_claims(path: Path, count: int, seed: int) -> list[str]:
 
 def make_queries(questions: Sequence[str], count: int, seed: int) -> list[str]:
     """Half ask a stored question in other words; half change one word of one (misses)."""
+    return [asked for asked, _question in asked_about(questions, count, seed)]
+
+
+def asked_about(questions: Sequence[str], count: int, seed: int) -> list[tuple[str, str]]:
+    """make_queries's turns, each with the question it asks: a stored one, or one with a word
+    changed (which is a miss, unless it happens to be stored as well)."""
     rng = random.Random(seed + 1)
     queries = []
     for index in range(count):
@@ -107,7 +113,7 @@ def make_queries(questions: Sequence[str], count: int, seed: int) -> list[str]:
             words[-1] = word(rng) + "?"
             question = " ".join(words)
         asked = rng.choice(ASKING).format(q=question, lower=question.lower())
-        queries.append(asked)
+        queries.append((asked, question))
     return queries
 
 
@@ -279,7 +285,8 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     import_seconds = float(imported["seconds"])
     source.unlink()
 
-    queries = make_queries(questions, samples, seed)
+    asked = asked_about(questions, samples, seed)
+    queries = [text for text, _question in asked]
     del questions
     # What `staffstore serve` does before its first request (proxy/heap.py): load the word
     # tables and the embedding, then collect and freeze what is alive, and from then on what
@@ -288,6 +295,8 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     warm_up()
     freeze_startup_heap()
     latencies, hits = [], 0
+    # A hit on a claim whose question is not the one the turn asks: another question's answer.
+    false_hits: list[dict[str, str]] = []
     pauses = Pauses()
     pair = default_pair_model()
     strict_ms: list[float] = []  # served by the strict test
@@ -297,13 +306,15 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         for text in queries[:200]:  # warm the page cache and the normaliser
             await query_first(store, Turn(owner="bench", text=text))
         pauses.start()
-        for text in queries:
+        for text, question in asked:
             scored = pair.calls
             began = time.perf_counter()
             decision = await query_first(store, Turn(owner="bench", text=text))
             elapsed = (time.perf_counter() - began) * 1000.0
             latencies.append(elapsed)
             hits += decision.hit
+            if decision.hit and decision.claim is not None and decision.claim.question != question:
+                false_hits.append({"asked": text, "served": decision.claim.question})
             if decision.hit and decision.threshold is None:
                 strict_ms.append(elapsed)
             (paired_ms if pair.calls > scored else unpaired_ms).append(elapsed)
@@ -339,6 +350,8 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         "database_mib": size,
         "queries": len(queries),
         "hit_fraction": round(hits / len(queries), 4),
+        # Checked turn by turn: each is counted, and the first few shown.
+        "false_hits": {"count": len(false_hits), "first": false_hits[:5]},
         "query_first_ms": {
             "p50": round(percentile(latencies, 0.50), 3),
             "p90": round(percentile(latencies, 0.90), 3),
@@ -394,7 +407,7 @@ async def main() -> None:
                 f" {result['database_mib']:.0f} MiB on disk)"
                 f" | query_first p50 {q['p50']:.3f} ms p99 {q['p99']:.3f} ms"
                 f" p99.9 {q['p999']:.2f} ms max {q['max']:.2f} ms"
-                f" | hits {result['hit_fraction']:.0%}"
+                f" | hits {result['hit_fraction']:.0%}, false {result['false_hits']['count']}"
                 f" | strict hit p50 {result['strict_hit_ms'].get('p50', 0):.3f} ms"
                 f" p99 {result['strict_hit_ms'].get('p99', 0):.3f} ms"
                 f" | pair-model turns {result['pair_model_turn_ms']['count']}"

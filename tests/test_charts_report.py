@@ -315,6 +315,8 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
                         "pair_model_turn_ms": {"count": 82, "p50": 5.0, "p99": 9.951},
                         "other_turn_ms": {"count": 4918, "p50": 0.9, "p99": 3.456},
                         "gc_pauses": {"all": {"count": 900, "max_ms": 2.34, "p99_ms": 1.0}},
+                        "queries": 5000,
+                        "false_hits": {"count": 7, "first": []},
                     }
                 ],
                 "pair_model_ms": {"count": 1000, "p50": 3.69, "p99": 4.461},
@@ -333,8 +335,8 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
     )
     text = results_markdown(read_ledgers(folder))
     row = (
-        "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 0.53 ms | 9.95 ms | 3.46 ms | 3; longest"
-        " 2.3 ms | 777/s |"
+        "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 0.53 ms | 9.95 ms | 3.46 ms | 7 of 5,000 |"
+        " 3; longest 2.3 ms | 777/s |"
     )
     assert row in text
     assert "The pair model alone, one pair: p50 3.69 ms, p99 4.46 ms" in text
@@ -358,7 +360,7 @@ def test_a_store_ledger_written_before_the_paths_were_timed_apart_shows_dashes(
         json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
     )
     text = results_markdown(read_ledgers(folder))
-    assert "| 1,000 | 0.10 s | 1.00 ms | 2.00 ms | - | - | - | 0; longest - | 9/s |" in text
+    assert "| 1,000 | 0.10 s | 1.00 ms | 2.00 ms | - | - | - | - | 0; longest - | 9/s |" in text
     assert "Targets (issue 41)" not in text
     assert "The pair model alone" not in text
 

@@ -91,6 +91,13 @@ FAILURE_CLASSES = (
     "a verb of another stage (proposed / merged) or a target against a measured value can "
     "score high; these are where the false hits at the looser budgets come from, and what the "
     "budget audit counts.",
+    "- **A frame around a near miss.** The pair model was fitted on reworded questions that "
+    'often carry a frame ("hey, ...", "for the postmortem: ...", "could you tell me ...") and '
+    "near misses that seldom do, and it reads a frame as a sign of a paraphrase: a near miss "
+    "framed so can score over the strict budgets' thresholds where the same words unframed "
+    "score far below. The calibration and test sets hold few framed near misses, so the "
+    "budget audit does not see this; the store benchmark's false hits in the results below "
+    "(its turns that change one word of a stored question, some wrapped in a request) do.",
     "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",
