@@ -23,7 +23,9 @@ with its tokenizer and a card of what it was fitted on (`pair_model.json`).
 (a uniform model soup; `--members DIR` keeps each member's weights and reuses them). Tried on
 December 6 2026 against the shipped seed-13 model, recalibrated: the calibrate thirds' recall
 at the 0.1% budget 40.5% against 45.7%, so it is not the default. `--bare-questions` fits on
-each text as the gate hands it to the model, without its frame (text/framing.py).
+each text without its frame (text/framing.py), `--framed-near-misses` frames the workday near
+misses as often as the paraphrases are; both were tried against the frame shortcut (issue 37)
+and served 25.2% and 31.5% there, so neither is the default.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ SETTINGS = {
     "seed": 13,
     # Each text as the gate hands it to the model: without its frame (text/framing.py).
     "bare_questions": False,
+    # Near misses framed as often as the paraphrases are, with the paraphrases' own frames
+    # ("hey, ", "could you tell me "), so that a frame says nothing about the label.
+    "framed_near_misses": False,
 }
 
 #: asked, stored, label, weight, and whether it is shown in both orders
@@ -100,19 +105,59 @@ def workday_weighted(rows: list[tuple[str, str, int]]) -> list[Pair]:
     return [(a, s, y, weight[y], both) for a, s, y in rows]
 
 
+def frames_of(turns: list[dict[str, Any]]) -> list[str]:
+    """What the paraphrases among `turns` put before their question ("hey, ", "for the
+    audit writeup, when ..." gives "for the audit writeup, "), one entry per framed turn."""
+    from staffstore.text.framing import bare_question
+
+    frames = []
+    for turn in turns:
+        if turn["label"] != "hit":
+            continue
+        text = turn["text"]
+        bare = bare_question(text)
+        at = text.lower().find(bare.lower().rstrip("?.!"))
+        if bare != text and at > 0:
+            frames.append(text[:at])
+    return frames
+
+
+def framed(
+    rows: list[tuple[str, str, int]], turns: list[dict[str, Any]], rng: random.Random
+) -> list[tuple[str, str, int]]:
+    """`rows` with each near miss (a turn labelled a miss, against its own claim) framed as
+    often as the paraphrases among `turns` are, by one of their frames."""
+    frames = frames_of(turns)
+    paraphrases = sum(turn["label"] == "hit" for turn in turns)
+    share = len(frames) / max(paraphrases, 1)
+    near_misses = {turn["text"] for turn in turns if turn["label"] == "miss"}
+    out = []
+    for asked, stored, label in rows:
+        if label == 0 and asked in near_misses and frames and rng.random() < share:
+            asked = rng.choice(frames) + asked[0].lower() + asked[1:]
+        out.append((asked, stored, label))
+    return out
+
+
 def training_pairs(eval_dir: Path, train_dir: Path) -> tuple[list[Pair], dict[str, Any]]:
     """Every pair fitted on, with its weight, and what each file gave (for the card)."""
     pairs: list[Pair] = []
     card: dict[str, Any] = {}
+    frame_rng = random.Random(17)
+
+    def workday_rows(claims: dict[str, dict[str, Any]], turns: list[dict[str, Any]]) -> Any:
+        rows = workday_pairs(claims, turns)
+        return framed(rows, turns, frame_rng) if SETTINGS["framed_near_misses"] else rows
+
     dev_file = eval_dir / "workday_dev.jsonl"
     claims, turns = workday_tuning(dev_file)
-    rows = workday_pairs(claims, turns)
+    rows = workday_rows(claims, turns)
     pairs += workday_weighted(rows)
     card["workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)"] = {
         "sha256": sha256(dev_file), "pairs": len(rows)}  # fmt: skip
     for file in train_files(train_dir):
         fit_claims, fit_turns = workday_thirds(file)["fit"]
-        rows = workday_pairs(fit_claims, fit_turns)
+        rows = workday_rows(fit_claims, fit_turns)
         pairs += workday_weighted(rows)
         card[f"{file.name} fit third"] = {"sha256": sha256(file), "pairs": len(rows)}
     stsb_file = train_dir / "stsb_train.jsonl"
@@ -176,8 +221,15 @@ def main() -> None:
         default=bool(SETTINGS["bare_questions"]),
         help="fit on each text without its frame, as the gate reads it (text/framing.py)",
     )
+    parser.add_argument(
+        "--framed-near-misses",
+        action="store_true",
+        default=bool(SETTINGS["framed_near_misses"]),
+        help="frame the workday near misses as often as the paraphrases, with their frames",
+    )
     args = parser.parse_args()
     SETTINGS["bare_questions"] = args.bare_questions
+    SETTINGS["framed_near_misses"] = args.framed_near_misses
     if args.sample_only:
         write_sample(args.out, args.eval)
         return
