@@ -1,4 +1,5 @@
-"""The question alone (text/framing.py): what the pair model reads of a turn."""
+"""The question alone (text/framing.py): a turn without its greeting, lead-in, request and
+thanks."""
 
 from __future__ import annotations
 

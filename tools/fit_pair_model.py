@@ -145,7 +145,9 @@ def training_pairs(eval_dir: Path, train_dir: Path) -> tuple[list[Pair], dict[st
     card: dict[str, Any] = {}
     frame_rng = random.Random(17)
 
-    def workday_rows(claims: dict[str, dict[str, Any]], turns: list[dict[str, Any]]) -> Any:
+    def workday_rows(
+        claims: dict[str, dict[str, Any]], turns: list[dict[str, Any]]
+    ) -> list[tuple[str, str, int]]:
         rows = workday_pairs(claims, turns)
         return framed(rows, turns, frame_rng) if SETTINGS["framed_near_misses"] else rows
 
@@ -312,8 +314,8 @@ def average(members: list[dict[str, Any]]) -> dict[str, Any]:
 def fit_member(
     base: Path, tokenizer: Any, pairs: list[Pair], *, head_seed: int, seed: int
 ) -> dict[str, Any]:
-    """Fine-tune one model for one epoch schedule; `seed` orders the pairs and draws the
-    dropout. Returns its weights."""
+    """Fine-tune one model (SETTINGS' epochs and schedule); `seed` orders the pairs and draws
+    the dropout. Returns its weights."""
     import numpy as np
     import torch
 

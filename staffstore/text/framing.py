@@ -7,8 +7,11 @@ frame and whose near misses seldom do, and it read the frame as a sign of a para
 does the nightly backup fail on dbhost?" / "Why does the nightly backup fail on webhost?"
 scored 0.081, and 0.971-0.986 wrapped as "could you tell me why ...", "for the postmortem:
 why ...", "walk me through why ..." or "explain why ...", over the default budget's
-threshold. So it reads each text as `bare_question` gives it. (The slots and the alignment
-read the frame themselves: a lead-in's words are measured apart, not dropped.)
+threshold. The gate does not read texts this way yet: given only `bare_question`'s text, the
+shipped model served 35.4% of the workday calibrate thirds at the 0.1% budget against 45.7%
+as written (the frame had lifted the paraphrases that carry one), and fitted on such texts
+(`tools/fit_pair_model.py --bare-questions`) 25.2%. (The slots and the alignment read a frame
+themselves: a lead-in's words are measured apart, not dropped.)
 """
 
 from __future__ import annotations
