@@ -19,6 +19,11 @@ QUESTION = "Why does the nightly backup fail on dbhost?"
         "ok so why does the nightly backup fail on dbhost?",
         "for the postmortem: why does the nightly backup fail on dbhost?",
         "For the weekly report, why does the nightly backup fail on dbhost?",
+        "for my design doc - why does the nightly backup fail on dbhost?",
+        "hey, for the incident review: why does the nightly backup fail on dbhost?",
+        "Sorry if this is a dumb question, why does the nightly backup fail on dbhost?",
+        "random q, why does the nightly backup fail on dbhost?",
+        "just checking before I schedule maintenance - why does the nightly backup fail on dbhost?",
         "why does the nightly backup fail on dbhost? thanks",
         "Why does the nightly backup fail on dbhost? Thank you!",
     ],
@@ -64,3 +69,20 @@ def test_a_question_with_nothing_around_it_is_read_as_typed(text: str) -> None:
 def test_a_lead_in_that_asks_a_question_of_its_own_stays() -> None:
     both = "why did it fail, and what fixed it?"
     assert bare_question(both) == both
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A lead-in that says what the question is about narrows it: read without it, "on the
+        # webserver, why did the deploy fail?" would be "why did the deploy fail?".
+        "on the webserver, why did the deploy fail?",
+        "About the webserver: what caused the outage on June 12?",
+        "in the production account, how many hosted zones do we have?",
+        "for the billing service: who owns the on-call rotation?",
+        "for exp-311, the one-page checkout experiment, what was the conversion lift?",
+        "during the spot interruption on August 2, which jobs were lost?",
+    ],
+)
+def test_a_lead_in_that_says_what_is_asked_about_stays(text: str) -> None:
+    assert bare_question(text) == text

@@ -674,7 +674,7 @@ def test_query_json_shows_the_score_the_threshold_and_the_budget(tmp_path: Any) 
                                 "--question", "Why did the nightly backup fail on Sunday?",
                                 "--answer", "The disk filled up."])  # fmt: skip
     assert added.exit_code == 0, added.output
-    turn = "nightly backup sunday failed why"
+    turn = "why was sunday nightly backup broken"
     result = runner.invoke(app, ["--db", db, "query", "--owner", "acme", "--json",
                                  "--gate-budget", str(LOOSE), turn])  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -695,7 +695,7 @@ def test_a_server_with_a_loose_budget_serves_a_paraphrase_the_default_does_not(
     from test_proxy_support import ADMIN_KEYS, ask, running_proxy
 
     question = "Why did the nightly backup fail on Sunday?"
-    turn = "nightly backup sunday failed why"
+    turn = "why was sunday nightly backup broken"
     outcomes = {}
     for budget in (None, LOOSE):
         with running_proxy(tmp_path / f"proxy-{budget}.db", gate_budget=budget) as server:

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from staffstore.gate.pair_model import PairModel, PairModelError, default_pair_model
-from staffstore.gate.scoring import GateModel, default_model, warm_up
+from staffstore.gate.scoring import (
+    DEFAULT_BUDGET,
+    GateModel,
+    GateParamsError,
+    default_model,
+    warm_up,
+)
 
 SHIPPED = Path(str(resources.files("staffstore.gate") / "data" / "pair_model"))
 
@@ -90,14 +96,15 @@ def test_the_pair_model_reads_a_pair_the_alignment_refused_as_a_reordering() -> 
         "Which access keys of IAM users are older than 90 days?",
     )
     assert found.reason is None
-    assert found.pair_probability is not None
-    assert found.probability == found.pair_probability
+    assert found.pair_probability is not None and found.tree_probability is not None
+    # the score is the mean of the two (tools/fit_gate.py, PAIR_COMBINE)
+    assert found.probability == pytest.approx((found.pair_probability + found.tree_probability) / 2)
 
 
-#: A word swapped for an unrelated one that is no common English word (a name, a made-up
-#: word): the alignment's substitution refusal stands whatever the pair model would say.
-#: Overruled, the store benchmark's request-wrapped turns that change one unknown word were
-#: served 34 times in 200 (tools/fit_gate.py, PAIR_OVERRULES).
+#: A word swapped for an unrelated one, a name or a made-up word. The alignment refuses it; the
+#: pair model, given each question without its frame, may overrule that, and scores these far
+#: under the default budget's threshold. (Read whole, it scored the two request-wrapped ones
+#: 0.979 and 0.980: the store benchmark's turns like them were served 34 times in 200.)
 SUBSTITUTIONS = [
     ("What caused the Airflow webserver outage on June 12?",
      "What caused the Airflow scheduler outage on June 12?"),
@@ -111,10 +118,17 @@ SUBSTITUTIONS = [
 
 
 @pytest.mark.parametrize(("asked", "stored"), SUBSTITUTIONS)
-def test_a_word_swapped_for_an_unrelated_one_stays_refused(asked: str, stored: str) -> None:
-    found = default_model().assess(asked, stored)
-    assert found.reason == "substitution"
-    assert found.probability is None and found.pair_probability is None
+def test_a_word_swapped_for_an_unrelated_one_is_not_served(asked: str, stored: str) -> None:
+    model = default_model()
+    found = model.assess(asked, stored)
+    assert found.reason is None and found.pair_probability is not None
+    assert (found.probability or 0.0) < model.threshold_for(DEFAULT_BUDGET, stored)
+    # the alignment's refusal, which the parameters let the pair model overrule
+    params = model.params
+    without = GateModel(
+        {**params, "pair": {**params["pair"], "overrules": ["reordering", "common_swap"]}}
+    )
+    assert without.assess(asked, stored).reason == "substitution"
 
 
 def test_a_swap_between_questions_that_share_only_a_number_stays_refused() -> None:
@@ -164,3 +178,69 @@ def test_warm_up_runs_the_pair_model_before_any_turn_needs_it() -> None:
     before = model.calls
     warm_up()
     assert model.calls > before
+
+
+#: One near miss (another host) in the frames people put around a question, and what the pair
+#: model is given of it. As written, the shipped model scored the bare pair 0.081 and these
+#: 0.971-0.986: it had learned a frame as a sign of a paraphrase (tools/fit_gate.py,
+#: PAIR_READS). An embedded question keeps its order ("why the backup fails").
+FRAMED_NEAR_MISSES = [
+    ("Could you tell me why the nightly backup fails on dbhost?",
+     "Why the nightly backup fails on dbhost?"),
+    ("for the postmortem: why does the nightly backup fail on dbhost?",
+     "Why does the nightly backup fail on dbhost?"),
+    ("walk me through why the nightly backup fails on dbhost",
+     "Why the nightly backup fails on dbhost"),
+    ("Explain why the nightly backup fails on dbhost.",
+     "Why the nightly backup fails on dbhost."),
+    ("hey, why does the nightly backup fail on dbhost?",
+     "Why does the nightly backup fail on dbhost?"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("asked", "given"), FRAMED_NEAR_MISSES)
+def test_a_frame_around_a_near_miss_does_not_get_it_served(asked: str, given: str) -> None:
+    stored = "Why does the nightly backup fail on webhost?"
+    model = default_model()
+    found = model.assess(asked, stored)
+    assert found.reason is None  # made-up host names: no slot and no refusal tells them apart
+    assert found.pair_probability is not None
+    assert found.pair_probability < model.threshold_for(DEFAULT_BUDGET, stored)
+    # The model is given the question alone: the frame is not there to lift it.
+    alone = default_pair_model().probabilities(given, [stored])[0]
+    assert found.pair_probability == pytest.approx(alone, abs=1e-6)
+
+
+def test_the_pair_model_reads_what_the_parameters_say() -> None:
+    asked = "Could you tell me why the nightly backup fails on dbhost?"
+    stored = "Why does the nightly backup fail on webhost?"
+    params = default_model().params
+    assert params["pair"]["reads"] == "bare"
+    as_written = GateModel({**params, "pair": {**params["pair"], "reads": "as_written"}})
+    bare = default_model().assess(asked, stored).pair_probability
+    written = as_written.assess(asked, stored).pair_probability
+    assert bare is not None and written is not None
+    assert written > 0.9 > 0.5 > bare  # the frame's lift, as the shipped model reads it written
+    with pytest.raises(GateParamsError, match="unknown pair reading"):
+        GateModel({**params, "pair": {**params["pair"], "reads": "lower"}})
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "For the postmortem: what caused the scheduler outage on June 12?",
+        "hey, what caused the scheduler outage on June 12? thanks",
+        "Could you tell me what caused the scheduler outage on June 12?",
+    ],
+)
+def test_a_stored_question_in_a_frame_is_served_without_asking_the_model(asked: str) -> None:
+    # Without its frame it is the stored question word for word; the model, which never saw
+    # two identical questions, scores that pair 0.878, under the default budget's threshold.
+    stored = "What caused the scheduler outage on June 12?"
+    model = default_model()
+    calls = default_pair_model().calls
+    found = model.assess(asked, stored)
+    assert found.reason is None
+    assert found.probability == 1.0
+    assert default_pair_model().calls == calls
+    assert default_pair_model().probabilities(stored, [stored])[0] < model.threshold(0.001)

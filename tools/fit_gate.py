@@ -493,8 +493,28 @@ def cross_validate(
 #: list 43.5% / 46.6% / 50.9% / 54.9%, at the same 0.1% threshold and within 0.1 point of
 #: Quora's recall each way. The list keeps names and made-up words refused, which the pair
 #: model has no reading of.
-PAIR_COMBINE = "pair"
-PAIR_OVERRULES: list[str] = ["reordering", "common_swap"]
+#: Since December 6 2026, with the model reading each question without its frame (PAIR_READS),
+#: the score is the mean of the trees' probability and the pair model's, and every
+#: substitution between questions that share a subject is overruled. Read bare, the store
+#: benchmark's request-wrapped swaps of made-up words score low (0.303 and 0.093 for the two
+#: in tests/test_pair_model.py, 0.979 and 0.980 read whole): it was the frame's lift that
+#: served them. On the calibrate thirds at the 0.1% budget, each policy recalibrated, by rules
+#: written before each run (issue 37's note of December 6): the pair model alone 37.2%; the
+#: mean 43.5%; the mean in log-odds 23.9%; the pair model alone reading the slots'
+#: spelled-out shorthand 38.1%; alone, overruling every substitution, 39.0%; the mean,
+#: overruling every substitution, 45.3%, and 49.6% once the lead-ins that narrow a question
+#: were kept in the model's text (Quora's calibration recall 8.9% for the last three).
+#: bench_store at 10,000 claims served one false hit in 5,000 turns with each mean.
+PAIR_COMBINE = "mean"
+PAIR_OVERRULES: list[str] = ["reordering", "common_swap", "substitution"]
+#: The pair model reads each text without its frame (text/framing.py) since December 6 2026.
+#: As written, it read a frame as a sign of a paraphrase: on the fit thirds and workday_dev's
+#: tuning split, each turn against its own claim and its four nearest, wrapped in six frames
+#: ("hey, ", "for the postmortem: ", "could you tell me ", ...), it served 181 of 36,786
+#: framed negative pairs at the 0.1% threshold (0.49%), 0 of them unframed; read bare, with
+#: the score and thresholds as shipped, 2. Unframed paraphrases scored alike both ways;
+#: framed ones lost the frame's lift (170 -> 60 of 184 served by the model alone).
+PAIR_READS = "bare"
 
 
 def pair_spec() -> dict[str, Any]:
@@ -505,6 +525,7 @@ def pair_spec() -> dict[str, Any]:
         "sha256": default_pair_model().sha256,
         "combine": PAIR_COMBINE,
         "overrules": PAIR_OVERRULES,
+        "reads": PAIR_READS,
     }
 
 

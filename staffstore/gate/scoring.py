@@ -7,12 +7,16 @@ they share; a slot is a veto no score overrules. Then their subjects are aligned
 refuses two words that traded places or a word swapped for an unrelated one. What remains is
 scored. Two scorers exist: gradient-boosted trees over the alignment's measures (fitted by
 tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder that reads both
-questions together. The gate parameters say how they combine (PairSpec): as shipped, the pair
-model's probability is the score, and it may overrule the alignment's refusal of a reordering
-in which no two words traded places, because it reads word order itself, and of a swap of
-common English words ("locked" / "pinned"); a name or made-up word swapped for another stays
-refused. On the calibration sets this served 44% of the in-domain paraphrases at the 0.1%
-budget, where the trees served 16% (tools/fit_gate.py, PAIR_COMBINE).
+questions together. The gate parameters say how they combine (PairSpec). As shipped, the
+score is the mean of the two probabilities (the pair model's alone where the trees do not read
+the pair), and the pair model may overrule the alignment's refusal of a reordering in which no
+two words traded places, because it reads word order itself, and of a word swapped for another
+between questions that share a subject. The model is given each question without its frame
+(text/framing.py): read whole, it took "could you tell me ..." or "for the postmortem: ..." as
+a sign of a paraphrase, served framed near misses, and scored a made-up word swapped in a
+request-wrapped turn high enough to be served (tools/fit_gate.py, PAIR_READS, PAIR_COMBINE).
+A turn that, without its frame, is the stored question by the strict test is served as the
+strict test serves it.
 Parameters without a pair entry score with the trees alone.
 
 Whether that probability is enough is the user's call, made as an error budget: the share of
@@ -49,6 +53,8 @@ from ..text.alignment import (
     swapped,
     topic_read,
 )
+from ..text.framing import bare_question
+from ..text.matching import compare, normalize
 from ..text.slots import differences
 from ..text.spelling import is_common_word
 from .pair_model import PairModel, default_pair_model
@@ -129,6 +135,10 @@ class Trees:
         return total
 
 
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
 #: How many pair-model scores a process keeps (turns repeat; each entry is two texts).
 _PAIR_CACHE = 65_536
 
@@ -164,11 +174,14 @@ def refusal_kinds(assessment: Assessment) -> frozenset[str]:
 class PairSpec:
     """How the gate uses the pair model: which file (its SHA-256: the calibration holds only for
     the model it was made with), how its probability joins the trees', and which refusals of
-    the alignment it may overrule (never a slot's)."""
+    the alignment it may overrule (never a slot's), and what it reads of each text: the text as
+    written, or the question alone (`bare`: text/framing.py), which the calibration holds for
+    too."""
 
     sha256: str
-    combine_as: Literal["max", "pair"]
+    combine_as: Literal["max", "pair", "mean"]
     overrules: frozenset[str]
+    reads: Literal["as_written", "bare"] = "as_written"
 
     @classmethod
     def from_params(cls, spec: Any) -> PairSpec | None:
@@ -176,7 +189,7 @@ class PairSpec:
             return None
         try:
             combine = spec["combine"]
-            if combine not in ("max", "pair"):
+            if combine not in ("max", "pair", "mean"):
                 raise GateParamsError(f"gate parameters: unknown pair combination {combine!r}")
             overrules = frozenset(str(r) for r in spec.get("overrules", []))
             if overrules - OVERRULABLE:
@@ -184,13 +197,35 @@ class PairSpec:
                     "gate parameters: the pair model may overrule only the alignment's "
                     f"refusals ({', '.join(sorted(OVERRULABLE))})"
                 )
-            return cls(str(spec["sha256"]), combine, overrules)
+            # Files calibrated before the model read bare questions have no `reads`.
+            reads = spec.get("reads", "as_written")
+            if reads not in ("as_written", "bare"):
+                raise GateParamsError(f"gate parameters: unknown pair reading {reads!r}")
+            return cls(str(spec["sha256"]), combine, overrules, reads)
         except (KeyError, TypeError) as error:
             raise GateParamsError(f"gate parameters: pair model: {error}") from error
+
+    def text(self, text: str) -> str:
+        """What the pair model is given of `text`: as written, or the question alone."""
+        return bare_question(text) if self.reads == "bare" else text
+
+    def same_alone(self, asked: str, stored: str) -> bool:
+        """Whether, without their frames, the two are one question by the strict test: then
+        only a frame told them apart, and the model is not asked (it never saw two identical
+        questions, and scored "What caused the scheduler outage on June 12?" against itself
+        0.878, under the default budget's threshold)."""
+        if self.reads == "as_written":
+            return False
+        bare_asked, bare_stored = bare_question(asked), bare_question(stored)
+        if bare_asked == asked and bare_stored == stored:
+            return False  # the strict test has read these already
+        return compare(normalize(bare_asked), normalize(bare_stored)).same_question
 
     def combine(self, tree: float | None, pair: float) -> float:
         if self.combine_as == "pair" or tree is None:
             return pair
+        if self.combine_as == "mean":
+            return (tree + pair) / 2
         return max(tree, pair)
 
     def model(self) -> PairModel:
@@ -232,12 +267,13 @@ class GateModel:
         # asked again soon; more would only keep Assessments alive.)
         self._tree_assess = lru_cache(maxsize=4_096)(self._assess)
         self._pair_scores: dict[tuple[str, str], float] = {}
+        # the pairs that are one question without their frames (PairSpec.same_alone)
+        self._same_alone: set[tuple[str, str]] = set()
 
     def probability(self, values: list[float]) -> float:
         if len(values) != len(FEATURES):
             raise ValueError(f"{len(values)} measures given, the score reads {len(FEATURES)}")
-        z = self.trees.log_odds(values)
-        return 1.0 / (1.0 + math.exp(-z))
+        return _sigmoid(self.trees.log_odds(values))
 
     def threshold(self, budget: float, form: Form = "question") -> float:
         """The calibrated threshold for an error budget and a stored text's form: the point
@@ -284,7 +320,15 @@ class GateModel:
         if todo:
             if len(self._pair_scores) > _PAIR_CACHE:
                 self._pair_scores.clear()
-            scores = self.pair.model().probabilities(asked, todo)
+                self._same_alone.clear()
+            alone = {t for t in todo if self.pair.same_alone(asked, t)}
+            self._pair_scores.update(((asked, t), 1.0) for t in alone)
+            self._same_alone.update((asked, t) for t in alone)
+            todo = [t for t in todo if t not in alone]
+        if todo:
+            scores = self.pair.model().probabilities(
+                self.pair.text(asked), [self.pair.text(t) for t in todo]
+            )
             self._pair_scores.update(((asked, t), p) for t, p in zip(todo, scores, strict=True))
         for i in open_:
             a = found[i]
@@ -293,7 +337,10 @@ class GateModel:
                 None,
                 a.asked_only,
                 a.stored_only,
-                self.pair.combine(a.probability, pair),
+                # one question without its frame is served as the strict test serves it
+                1.0
+                if (asked, stored[i]) in self._same_alone
+                else self.pair.combine(a.probability, pair),
                 tree_probability=a.probability,
                 pair_probability=pair,
             )

@@ -91,13 +91,6 @@ FAILURE_CLASSES = (
     "a verb of another stage (proposed / merged) or a target against a measured value can "
     "score high; these are where the false hits at the looser budgets come from, and what the "
     "budget audit counts.",
-    "- **A frame around a near miss.** The pair model was fitted on reworded questions that "
-    'often carry a frame ("hey, ...", "for the postmortem: ...", "could you tell me ...") and '
-    "near misses that seldom do, and it reads a frame as a sign of a paraphrase: a near miss "
-    "framed so can score over the strict budgets' thresholds where the same words unframed "
-    "score far below. The calibration and test sets hold few framed near misses, so the "
-    "budget audit does not see this; the store benchmark's false hits in the results below "
-    "(its turns that change one word of a stored question, some wrapped in a request) do.",
     "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",
@@ -114,14 +107,44 @@ _ALL_ALIGNED = {
 }  # fmt: skip
 
 
+def _frames(params: dict[str, Any]) -> list[str]:
+    """The failure class a frame makes, as the shipped pair model reads one."""
+    pair = params.get("pair")
+    if not pair:
+        return []
+    if pair.get("reads", "as_written") == "bare":
+        return [
+            "- **A frame the gate does not know.** The pair model is given each question "
+            'without its frame ("hey, ...", "for the postmortem: ...", "could you tell me '
+            '...", "... thanks"): read whole, it had learned a frame as a sign of a paraphrase, '
+            "and a framed near miss scored over the strict budgets' thresholds where the same "
+            "words unframed scored far below. A frame `text/framing.py` does not know (an agent "
+            'addressed by name before a request, "api-herald, report which ...") still reaches '
+            "the model whole, and the calibration and test sets hold few framed near misses, "
+            "so the budget audit would not see it; the store benchmark's false hits in the "
+            "results below (its turns that change one word of a stored question, some wrapped "
+            "in a request) would."
+        ]
+    return [
+        "- **A frame around a near miss.** The pair model was fitted on reworded questions "
+        'that often carry a frame ("hey, ...", "for the postmortem: ...", "could you tell me '
+        '...") and near misses that seldom do, and it reads a frame as a sign of a paraphrase: '
+        "a near miss framed so can score over the strict budgets' thresholds where the same "
+        "words unframed score far below. The calibration and test sets hold few framed near "
+        "misses, so the budget audit does not see this; the store benchmark's false hits in "
+        "the results below (its turns that change one word of a stored question, some wrapped "
+        "in a request) do."
+    ]
+
+
 def _short_questions(params: dict[str, Any], default: float) -> list[str]:
     """What the shipped trees give two questions whose words all align, by how much rare
     content they share: the score's bias against short questions, computed, not typed."""
     names = list(params["features"])
     if "shared_mass" not in names or set(names) - {"shared_mass"} - _ALL_ALIGNED.keys():
         return []
-    if (params.get("pair") or {}).get("combine") == "pair":
-        return []  # the trees do not decide: their bias is not the gate's
+    if params.get("pair") and params["pair"].get("combine") != "max":
+        return []  # the trees do not decide alone: their bias is not the gate's
     model = GateModel(params)
 
     def score(shared: float) -> str:
@@ -157,16 +180,30 @@ def _scorer(params: dict[str, Any]) -> str:
         "candidates, each pair alone (in a padded batch its int8 activations would be scaled "
         "with its neighbours')"
     )
+    if pair.get("reads", "as_written") == "bare":
+        model += (
+            ", given each question without its frame (`text/framing.py`: a greeting, a "
+            "request wrapped around it, thanks after it, and a lead-in that says what the "
+            'answer is for, "for the postmortem: ...", or hedges, "quick q: ..."; a lead-in '
+            "that says what is asked about stays), for read whole it had learned a frame as a "
+            "sign of a paraphrase"
+        )
     overrules = pair.get("overrules") or []
     meanings = {
         "reordering": "a `reordering` is a `word_order` refusal in which no two words traded "
         "places: the model reads the order of the words itself",
         "common_swap": "a `common_swap` is a `substitution` in which every word swapped, on "
         'both sides, is a common English word ("locked" / "pinned"), between two questions '
-        "that share a word beside it that is not a number: a name or a made-up word swapped "
-        "stays refused, and so does a swap between questions that share only a number",
+        "that share a word beside it that is not a number"
+        + (
+            ""
+            if "substitution" in (pair.get("overrules") or [])
+            else ": a name or a made-up word swapped stays refused"
+        )
+        + ", and so does a swap between questions that share only a number",
         "substitution": "a `substitution` is a word swapped for one the word similarity "
-        "finds unrelated",
+        "finds unrelated, a name or a made-up word too, between two questions that share a "
+        "word beside it that is not a number",
     }
     overruled = (
         f"; it may overrule the alignment's {' and '.join(f'`{r}`' for r in overrules)} "
@@ -175,12 +212,24 @@ def _scorer(params: dict[str, Any]) -> str:
         if overrules
         else ""
     )
+    alone = (
+        " A turn that is a stored question once both are read without their frames is served "
+        "as the strict test serves it; the model is not asked."
+        if pair.get("reads", "as_written") != "as_written"
+        else ""
+    )
     if pair["combine"] == "pair":
         return (
             f"{model}{overruled}. Its probability is the score. (The parameters also hold "
-            f"{trees}; with the pair model they do not decide.)"
+            f"{trees}; with the pair model they do not decide.){alone}"
         )
-    return f"the larger of two probabilities: {model}{overruled}, and {trees}."
+    if pair["combine"] == "mean":
+        return (
+            f"two scorers: {model}{overruled}; and {trees}. The score is the mean of their "
+            "two probabilities where both read the pair, and the pair model's alone where the "
+            f"trees do not read it (a refusal it overrules).{alone}"
+        )
+    return f"the larger of two probabilities: {model}{overruled}, and {trees}.{alone}"
 
 
 def _trees_shape(params: dict[str, Any]) -> str:
@@ -574,6 +623,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         "**Known failure classes.**",
         "",
         *FAILURE_CLASSES,
+        *_frames(params),
         *_short_questions(params, default),
     ]
     if ledgers.dev is not None:
