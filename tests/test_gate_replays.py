@@ -217,3 +217,29 @@ def test_the_gate_card_marks_a_ledger_measured_at_other_thresholds_stale(
 
     assert "stale" not in test_row(ledger)
     assert test_row(other).startswith("| workday_dev (stale: other thresholds) | TEST")
+
+
+def test_the_gate_card_says_how_the_pair_model_reads_and_scores_as_the_parameters_say(
+    dev_ledger: tuple[Path, dict[str, Any]],
+) -> None:
+    path, _ = dev_ledger
+    ledgers = read_ledgers(path.parent)
+    params = default_model().params
+
+    def card_of(pair: dict[str, Any]) -> str:
+        card = gate_card_markdown(ledgers, {**params, "pair": pair}, DEFAULT_BUDGET)
+        assert card is not None
+        return card
+
+    shipped = card_of(params["pair"])
+    assert "given each question without its frame" in shipped
+    assert "The score is the mean of their two probabilities" in shipped
+    assert "- **A frame the gate does not know.**" in shipped
+    assert "a name or a made-up word swapped stays refused" not in shipped
+    written = card_of(
+        {**params["pair"], "reads": "as_written", "combine": "pair", "overrules": ["common_swap"]}
+    )
+    assert "without its frame" not in written
+    assert "Its probability is the score." in written
+    assert "- **A frame around a near miss.**" in written
+    assert "a name or a made-up word swapped stays refused" in written
