@@ -206,6 +206,7 @@ def test_a_frame_around_a_near_miss_does_not_get_it_served(asked: str, given: st
     assert found.reason is None  # made-up host names: no slot and no refusal tells them apart
     assert found.pair_probability is not None
     assert found.pair_probability < model.threshold_for(DEFAULT_BUDGET, stored)
+    assert (found.probability or 0.0) < model.threshold_for(DEFAULT_BUDGET, stored)
     # The model is given the question alone: the frame is not there to lift it.
     alone = default_pair_model().probabilities(given, [stored])[0]
     assert found.pair_probability == pytest.approx(alone, abs=1e-6)
