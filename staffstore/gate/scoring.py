@@ -266,9 +266,9 @@ class GateModel:
         # rarely recur across turns: none did in 10,000 benchmark turns. 4,096 serves a turn
         # asked again soon; more would only keep Assessments alive.)
         self._tree_assess = lru_cache(maxsize=4_096)(self._assess)
-        self._pair_scores: dict[tuple[str, str], float] = {}
-        # the pairs that are one question without their frames (PairSpec.same_alone)
-        self._same_alone: set[tuple[str, str]] = set()
+        # The pair model's probability of each pair it read; None for a pair that is one
+        # question without its frames (PairSpec.same_alone), which it is not asked about.
+        self._pair_scores: dict[tuple[str, str], float | None] = {}
 
     def probability(self, values: list[float]) -> float:
         if len(values) != len(FEATURES):
@@ -320,10 +320,8 @@ class GateModel:
         if todo:
             if len(self._pair_scores) > _PAIR_CACHE:
                 self._pair_scores.clear()
-                self._same_alone.clear()
             alone = {t for t in todo if self.pair.same_alone(asked, t)}
-            self._pair_scores.update(((asked, t), 1.0) for t in alone)
-            self._same_alone.update((asked, t) for t in alone)
+            self._pair_scores.update(((asked, t), None) for t in alone)
             todo = [t for t in todo if t not in alone]
         if todo:
             scores = self.pair.model().probabilities(
@@ -338,9 +336,7 @@ class GateModel:
                 a.asked_only,
                 a.stored_only,
                 # one question without its frame is served as the strict test serves it
-                1.0
-                if (asked, stored[i]) in self._same_alone
-                else self.pair.combine(a.probability, pair),
+                1.0 if pair is None else self.pair.combine(a.probability, pair),
                 tree_probability=a.probability,
                 pair_probability=pair,
             )

@@ -180,7 +180,8 @@ def _scorer(params: dict[str, Any]) -> str:
         "candidates, each pair alone (in a padded batch its int8 activations would be scaled "
         "with its neighbours')"
     )
-    if pair.get("reads", "as_written") == "bare":
+    reads_bare = pair.get("reads") == "bare"
+    if reads_bare:
         model += (
             ", given each question without its frame (`text/framing.py`: a greeting, a "
             "request wrapped around it, thanks after it, and a lead-in that says what the "
@@ -189,18 +190,16 @@ def _scorer(params: dict[str, Any]) -> str:
             "sign of a paraphrase"
         )
     overrules = pair.get("overrules") or []
+    swaps_refused = (
+        "" if "substitution" in overrules else ": a name or a made-up word swapped stays refused"
+    )
     meanings = {
         "reordering": "a `reordering` is a `word_order` refusal in which no two words traded "
         "places: the model reads the order of the words itself",
         "common_swap": "a `common_swap` is a `substitution` in which every word swapped, on "
         'both sides, is a common English word ("locked" / "pinned"), between two questions '
-        "that share a word beside it that is not a number"
-        + (
-            ""
-            if "substitution" in (pair.get("overrules") or [])
-            else ": a name or a made-up word swapped stays refused"
-        )
-        + ", and so does a swap between questions that share only a number",
+        f"that share a word beside it that is not a number{swaps_refused}, and so does a swap "
+        "between questions that share only a number",
         "substitution": "a `substitution` is a word swapped for one the word similarity "
         "finds unrelated, a name or a made-up word too, between two questions that share a "
         "word beside it that is not a number",
@@ -215,7 +214,7 @@ def _scorer(params: dict[str, Any]) -> str:
     alone = (
         " A turn that is a stored question once both are read without their frames is served "
         "as the strict test serves it; the model is not asked."
-        if pair.get("reads", "as_written") != "as_written"
+        if reads_bare
         else ""
     )
     if pair["combine"] == "pair":
