@@ -60,20 +60,8 @@ def test_a_request_around_the_question_is_left_out(framed: str, bare: str) -> No
         # Nothing would be left.
         "hey",
         "thanks!",
-    ],
-)
-def test_a_question_with_nothing_around_it_is_read_as_typed(text: str) -> None:
-    assert bare_question(text) == text
-
-
-def test_a_lead_in_that_asks_a_question_of_its_own_stays() -> None:
-    both = "why did it fail, and what fixed it?"
-    assert bare_question(both) == both
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
+        # A lead-in that asks a question of its own.
+        "why did it fail, and what fixed it?",
         # A lead-in that says what the question is about narrows it: read without it, "on the
         # webserver, why did the deploy fail?" would be "why did the deploy fail?".
         "on the webserver, why did the deploy fail?",
@@ -84,5 +72,5 @@ def test_a_lead_in_that_asks_a_question_of_its_own_stays() -> None:
         "during the spot interruption on August 2, which jobs were lost?",
     ],
 )
-def test_a_lead_in_that_says_what_is_asked_about_stays(text: str) -> None:
+def test_a_question_with_no_frame_around_it_is_read_as_typed(text: str) -> None:
     assert bare_question(text) == text
