@@ -574,6 +574,12 @@ def key_claims(claims: Iterable[NewClaim]) -> list[KeyedClaim]:
     ]
 
 
+def question_keys(questions: Sequence[str]) -> list[str]:
+    """The search key of each question, as key_claims computes it: what an import hands to a
+    process of its own, since normalising is most of an import's time."""
+    return [_uncached_normalize(question).key for question in questions]
+
+
 def _insert_claims(
     sync: SyncStore, batch: Sequence[KeyedClaim], moment: float, *, reading: str
 ) -> tuple[dict[str, Any], set[str]]:

@@ -18,7 +18,7 @@ import asyncio
 import json
 import math
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +29,8 @@ from pydantic import ValidationError
 
 from ..errors import ImportFileError, InputError
 from ..models import NewClaim, Progress
-from .async_store import StaffStore, key_claims
+from .async_store import KeyedClaim, StaffStore
+from .keying import KEY_APART_FROM, BatchKeyer
 
 #: The fields a claims line may carry; `owner`, `question` and `answer` are required.
 CLAIM_FIELDS = tuple(NewClaim.model_fields)
@@ -217,12 +218,15 @@ async def store_claims(
     batch_size: int | None = None,
     now: datetime | None = None,
     progress: Progress | None = None,
+    key_apart_from: int = KEY_APART_FROM,
 ) -> ImportReport:
     """Store a parsed claims file, `batch_size` claims a transaction (None: the store's own,
     BATCH_SIZE on SQLite, POSTGRES_BATCH_SIZE on PostgreSQL).
 
     With bad lines and without `skip_bad`, nothing is stored and ImportFileError names them.
     `progress` is told the claims stored so far (added or already present) after each batch.
+    An import of `key_apart_from` claims or more normalises its questions in a process of its
+    own (keying.BatchKeyer).
     """
     if batch_size is None:
         batch_size = POSTGRES_BATCH_SIZE if store.location.dialect == "postgresql" else BATCH_SIZE
@@ -237,25 +241,33 @@ async def store_claims(
     # before it is written on the store's own thread: still one batch a transaction, in file
     # order, one at a time.
     writing: asyncio.Task[int] | None = None
-    try:
-        for batch in parsed.batches(batch_size):
-            keyed = key_claims(batch)
+    keying: Awaitable[list[KeyedClaim]] | None = None
+    batches = parsed.batches(batch_size)
+    async with BatchKeyer(parsed.count, apart_from=key_apart_from) as keyer:
+        try:
+            batch = next(batches, None)
+            while batch is not None:
+                keying = await keyer.start(batch)
+                batch = next(batches, None)  # read while a helper process normalises (keying.py)
+                keyed = await keying
+                if writing is not None:
+                    added += await writing
+                    if progress is not None:
+                        progress(stored, parsed.count)
+                writing = asyncio.create_task(store.add_claims(keyed, now=now))
+                stored += len(keyed)
+                await asyncio.sleep(0)  # the write reaches the store's thread before keying goes on
             if writing is not None:
                 added += await writing
                 if progress is not None:
                     progress(stored, parsed.count)
-            writing = asyncio.create_task(store.add_claims(keyed, now=now))
-            stored += len(keyed)
-            await asyncio.sleep(0)  # the write reaches the store's thread before keying goes on
-        if writing is not None:
-            added += await writing
-            if progress is not None:
-                progress(stored, parsed.count)
-    finally:
-        # Failed or cancelled while the next batch was keyed: the write under way still ends
-        # (committed or rolled back whole) before the import does.
-        if writing is not None and not writing.done():
-            await asyncio.wait([writing])
+        finally:
+            if isinstance(keying, asyncio.Future):
+                keying.cancel()
+            # Failed or cancelled while the next batch was keyed: the write under way still
+            # ends (committed or rolled back whole) before the import does.
+            if writing is not None and not writing.done():
+                await asyncio.wait([writing])
     if added >= COMPACT_AFTER:
         await store.compact_claim_index()
     present = stored - added
