@@ -253,8 +253,11 @@ try:
         peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 except (OSError, StopIteration):
     peak = used.ru_maxrss
+# The keying helper's peak (store/keying.py; it has exited by now), 0 when the import keyed
+# everything itself: ru_maxrss of this process's children, in KiB on Linux.
+helper = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"seconds": seconds, "cpu_seconds": used.ru_utime + used.ru_stime,
-                  "peak_kib": peak, "pauses": pauses}))
+                  "peak_kib": peak, "helper_peak_kib": helper, "pauses": pauses}))
 """
 
 
@@ -268,6 +271,7 @@ def measure_import(source: Path, db: Path) -> dict[str, Any]:
     pauses = measured.pop("pauses")
     measured["gc_pauses"] = {"all": _pauses(pauses["all"]), "full": _pauses(pauses["full"])}
     measured["peak_rss_mib"] = round(measured.pop("peak_kib") / 1024, 1)
+    measured["helper_peak_rss_mib"] = round(measured.pop("helper_peak_kib") / 1024, 1)
     return measured
 
 
@@ -346,6 +350,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         # The import's own process: CPU beside wall time, since the machine may be shared.
         "import_cpu_seconds": round(imported["cpu_seconds"], 3),
         "import_peak_rss_mib": imported["peak_rss_mib"],
+        "import_helper_peak_rss_mib": imported["helper_peak_rss_mib"],
         "import_gc_pauses": imported["gc_pauses"],
         "database_mib": size,
         "queries": len(queries),
@@ -403,7 +408,8 @@ async def main() -> None:
             print(
                 f"{size:>7} claims: import {result['import_seconds']:.2f}s"
                 f" ({result['import_claims_per_second']:,.0f}/s,"
-                f" peak RSS {result['import_peak_rss_mib']:.0f} MiB,"
+                f" peak RSS {result['import_peak_rss_mib']:.0f} MiB"
+                f" + helper {result['import_helper_peak_rss_mib']:.0f} MiB,"
                 f" {result['database_mib']:.0f} MiB on disk)"
                 f" | query_first p50 {q['p50']:.3f} ms p99 {q['p99']:.3f} ms"
                 f" p99.9 {q['p999']:.2f} ms max {q['max']:.2f} ms"

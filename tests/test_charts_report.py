@@ -308,6 +308,8 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
                     {
                         "claims": 100000,
                         "import_seconds": 12.345,
+                        "import_peak_rss_mib": 250.4,
+                        "import_helper_peak_rss_mib": 87.2,
                         "query_first_ms": {"p50": 1.234, "p99": 4.321},
                         "full_collections": {"count": 3, "max_ms": 211.6},
                         "batch_jsonl": {"queries_per_second": 777.0},
@@ -335,7 +337,8 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
     )
     text = results_markdown(read_ledgers(folder))
     row = (
-        "| 100,000 | 12.35 s | 1.23 ms | 4.32 ms | 0.53 ms | 9.95 ms | 3.46 ms | 7 of 5,000 |"
+        "| 100,000 | 12.35 s | 250 MiB + 87 MiB helper | 1.23 ms | 4.32 ms | 0.53 ms | 9.95 ms |"
+        " 3.46 ms | 7 of 5,000 |"
         " 3; longest 2.3 ms | 777/s |"
     )
     assert row in text
@@ -355,12 +358,20 @@ def test_a_store_ledger_written_before_the_paths_were_timed_apart_shows_dashes(
         "claims": 1000, "import_seconds": 0.1, "query_first_ms": {"p50": 1.0, "p99": 2.0},
         "full_collections": {"count": 0, "max_ms": 0.0}, "batch_jsonl": {"queries_per_second": 9.0},
     }  # fmt: skip
-    (folder / "bench-store.json").write_text(json.dumps({"results": [result]}), encoding="utf-8")
+    # measured before imports had a keying helper, and an import that keyed its claims itself
+    later = {**result, "claims": 2000, "import_peak_rss_mib": 75.2}
+    keyed_here = {**result, "claims": 3000, "import_peak_rss_mib": 80.0}
+    keyed_here["import_helper_peak_rss_mib"] = 0.0
+    (folder / "bench-store.json").write_text(
+        json.dumps({"results": [result, later, keyed_here]}), encoding="utf-8"
+    )
     (folder / "pairs-x-ledger.json").write_text(
         json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
     )
     text = results_markdown(read_ledgers(folder))
-    assert "| 1,000 | 0.10 s | 1.00 ms | 2.00 ms | - | - | - | - | 0; longest - | 9/s |" in text
+    assert "| 1,000 | 0.10 s | - | 1.00 ms | 2.00 ms | - | - | - | - | 0; longest - | 9/s |" in text
+    assert "| 2,000 | 0.10 s | 75 MiB | 1.00 ms |" in text
+    assert "| 3,000 | 0.10 s | 80 MiB | 1.00 ms |" in text
     assert "Targets (issue 41)" not in text
     assert "The pair model alone" not in text
 

@@ -566,10 +566,19 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             pauses = result.get("gc_pauses")  # older ledgers timed the full ones alone
             return f"{pauses['all']['max_ms']:.1f} ms" if pauses else "-"
 
+        def import_memory(result: dict[str, Any]) -> str:
+            if "import_peak_rss_mib" not in result:  # older ledgers did not measure it
+                return "-"
+            peak = f"{result['import_peak_rss_mib']:.0f} MiB"
+            # 0 when the import keyed its claims itself; older ledgers lack the helper's peak.
+            helper = result.get("import_helper_peak_rss_mib") or 0
+            return f"{peak} + {helper:.0f} MiB helper" if helper else peak
+
         rows = [
             [
                 f"{r['claims']:,}",
                 f"{r['import_seconds']:.2f} s",
+                import_memory(r),
                 f"{r['query_first_ms']['p50']:.2f} ms",
                 f"{r['query_first_ms']['p99']:.2f} ms",
                 ms(r.get("strict_hit_ms"), "p50"),
@@ -583,7 +592,8 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             for r in store.get("results", [])
         ]
         headers = [
-            "claims", "import", "query_first p50", "query_first p99", "strict hit p50",
+            "claims", "import", "import peak resident", "query_first p50", "query_first p99",
+            "strict hit p50",
             "pair-model turn p99", "other turns p99", "false hits", "full GCs; pauses",
             "query --jsonl",
         ]  # fmt: skip
@@ -618,7 +628,7 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             "turn by turn; the garbage collections during the timed lookups: how many were "
             "full, and the longest pause of any generation):",
             "",
-            *_table(headers, "rrrrrrrrrr", rows),
+            *_table(headers, "r" * len(headers), rows),
             *model_line,
             *targets_line,
         ]
