@@ -29,9 +29,12 @@ from ..models import NewClaim
 from .async_store import KeyedClaim, key_claims, question_keys
 from .rows import claim_id
 
-#: An import of this many claims or more keys in a process of its own (on a machine with two
-#: cores or more). A smaller one would not win back the ~0.6 s that process takes to start.
-KEY_APART_FROM = 40_000
+#: An import of this many claims or more (three of importer.BATCH_SIZE) keys in a process of its
+#: own, on a machine with two cores or more. Storing the store benchmark's claims here, two runs
+#: each, keyed here / by the helper: 20,000 claims 1.65-1.66 / 1.97-2.10 s, 40,000 3.22-3.69 /
+#: 3.14-3.23 s, 60,000 4.92-5.67 / 4.34-5.02 s; the first batch is keyed before anything is
+#: written, and the helper takes about 0.6 s to start.
+KEY_APART_FROM = 60_000
 _LENGTH = struct.Struct(">Q")
 
 
