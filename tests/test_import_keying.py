@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -135,3 +136,66 @@ def test_an_unguarded_script_runs_once_when_its_import_uses_the_helper(tmp_path:
     )  # fmt: skip
     assert done.stdout.splitlines() == ["script ran", "added 120"]
     assert len(rows(tmp_path / "s.db")) == 120
+
+
+#: Imports argv[2] into argv[1] through the helper, in small batches so that it runs a while.
+_LONG_IMPORT = """
+import asyncio, sys
+from staffstore.store import StaffStore
+from staffstore.store.importer import read_claims, store_claims
+
+async def main():
+    async with StaffStore.open(sys.argv[1]) as store:
+        with read_claims(sys.argv[2]) as parsed:
+            await store_claims(store, parsed, batch_size=100, key_apart_from=1)
+
+asyncio.run(main())
+"""
+
+
+def helper_of(pid: int) -> int | None:
+    """The keying helper whose parent is `pid`, from /proc; None while there is none."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and b"staffstore.store.keying" in command:
+            return int(entry.name)
+    return None
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, dead and not yet reaped, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@needs_two_cores
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_helper_exits_when_the_import_is_killed(tmp_path: Path) -> None:
+    source = tmp_path / "claims.jsonl"
+    source.write_bytes(claims_file(30_000))
+    importing = subprocess.Popen(
+        [sys.executable, "-c", _LONG_IMPORT, str(tmp_path / "s.db"), str(source)]
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (helper := helper_of(importing.pid)) is None:
+            assert importing.poll() is None, "the import ended before its helper was seen"
+            assert time.monotonic() < deadline, "no helper process started"
+            time.sleep(0.02)
+    finally:
+        importing.kill()
+        importing.wait()
+    deadline = time.monotonic() + 30
+    while running(helper):
+        assert time.monotonic() < deadline, "the helper outlived the import by 30 s"
+        time.sleep(0.05)
