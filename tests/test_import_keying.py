@@ -16,6 +16,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from processes import alive
 
 from staffstore.models import NewClaim
 from staffstore.store import StaffStore
@@ -169,15 +170,6 @@ def helper_of(pid: int) -> int | None:
     return None
 
 
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie, dead and not yet reaped, is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @needs_two_cores
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_the_helper_exits_when_the_import_is_killed(tmp_path: Path) -> None:
@@ -196,6 +188,6 @@ def test_the_helper_exits_when_the_import_is_killed(tmp_path: Path) -> None:
         importing.kill()
         importing.wait()
     deadline = time.monotonic() + 30
-    while running(helper):
+    while alive(helper):
         assert time.monotonic() < deadline, "the helper outlived the import by 30 s"
         time.sleep(0.05)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import uvloop
+from processes import alive
 
 from staffstore.jobs import (
     AttachPolicy,
@@ -59,15 +60,6 @@ async def artifact(store: StaffStore, job: Job, name: str) -> bytes:
 
 def names(job: Job) -> set[str]:
     return {a.name for a in job.artifacts}
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, dead but not yet reaped, runs nothing)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 async def until(check: object, timeout: float = 10.0) -> None:

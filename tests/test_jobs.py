@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from processes import alive
 from pydantic import ValidationError
 
 from staffstore.errors import InputError, NotFoundError
@@ -311,13 +312,8 @@ async def test_a_vanished_worker_is_lost_within_its_poll_limit(
 
 async def _gone(pid: int) -> None:
     """Wait until `pid` has died (a zombie counts: it runs nothing)."""
-    stat = Path(f"/proc/{pid}/stat")
     for _ in range(500):
-        try:
-            state = stat.read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return
-        if state in ("Z", "X"):
+        if not alive(pid):
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"process {pid} is still running")

@@ -101,6 +101,12 @@ def test_the_pair_model_reads_a_pair_the_alignment_refused_as_a_reordering() -> 
     assert found.probability == pytest.approx((found.pair_probability + found.tree_probability) / 2)
 
 
+def overruling(*refusals: str) -> GateModel:
+    """The shipped gate with the pair model allowed to overrule only these refusals."""
+    params = default_model().params
+    return GateModel({**params, "pair": {**params["pair"], "overrules": list(refusals)}})
+
+
 #: A word swapped for an unrelated one, a name or a made-up word. The alignment refuses it; the
 #: pair model, given each question without its frame, may overrule that, and scores these far
 #: under the default budget's threshold. (Read whole, it scored the two request-wrapped ones
@@ -124,10 +130,7 @@ def test_a_word_swapped_for_an_unrelated_one_is_not_served(asked: str, stored: s
     assert found.reason is None and found.pair_probability is not None
     assert (found.probability or 0.0) < model.threshold_for(DEFAULT_BUDGET, stored)
     # the alignment's refusal, which the parameters let the pair model overrule
-    params = model.params
-    without = GateModel(
-        {**params, "pair": {**params["pair"], "overrules": ["reordering", "common_swap"]}}
-    )
+    without = overruling("reordering", "common_swap")
     assert without.assess(asked, stored).reason == "substitution"
 
 
@@ -157,9 +160,7 @@ def test_a_swap_of_common_words_reaches_the_pair_model(asked: str, stored: str) 
     assert found.reason is None
     assert found.pair_probability is not None
     # The alignment refuses it: only the pair model's reading lets it through.
-    params = default_model().params
-    without = GateModel({**params, "pair": {**params["pair"], "overrules": ["reordering"]}})
-    assert without.assess(asked, stored).reason == "substitution"
+    assert overruling("reordering").assess(asked, stored).reason == "substitution"
 
 
 def test_two_words_that_traded_places_stay_refused_whatever_the_pair_model_says() -> None:

@@ -568,9 +568,10 @@ class KeyedClaim(NamedTuple):
 def key_claims(claims: Iterable[NewClaim]) -> list[KeyedClaim]:
     """Each claim with its identity and search key: the slow part of storing claims (each
     question normalised), which needs no connection."""
+    claims = list(claims)
+    keys = question_keys([claim.question for claim in claims])
     return [
-        KeyedClaim(claim_id(claim), claim, _uncached_normalize(claim.question).key)
-        for claim in claims
+        KeyedClaim(claim_id(claim), claim, key) for claim, key in zip(claims, keys, strict=True)
     ]
 
 
