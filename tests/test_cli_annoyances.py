@@ -256,6 +256,9 @@ def test_an_interrupted_stream_exits_130_and_writes_a_cancelled_receipt(
          "--stream", "Tell me a long story?"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "OPENROUTER_API_KEY": KEY},
+        # Ctrl-C as a terminal delivers it: a test run started in the background of a shell
+        # without job control inherits SIGINT ignored, and Python then keeps it ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert process.stdout is not None
     assert process.stdout.read(5) == b"word0"  # the stream has begun

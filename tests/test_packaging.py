@@ -93,7 +93,13 @@ def test_shell_completion_completes_command_names() -> None:
            "COMP_CWORD": "1"}  # fmt: skip
     done = subprocess.run([staffstore_script()], capture_output=True, text=True, env=env)
     assert done.stdout.split() == ["claims"]
+    # The shell named, not detected from the processes above the test (typer's own switch for
+    # that): a test run without a shell above it, as in the background, detects none.
+    named = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     shown = subprocess.run(
-        [staffstore_script(), "--show-completion", "bash"], capture_output=True, text=True
+        [staffstore_script(), "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        env=named,
     )
     assert "_staffstore_completion" in shown.stdout
