@@ -380,6 +380,36 @@ def pauses_between(before: str, after: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def _counter(text: str, name: str) -> float:
+    """A counter's value in a /metrics scrape (0 when absent)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                return float(sample.value)
+    return 0.0
+
+
+def pair_model_share(before: str, after: str, miss: dict[str, Any]) -> dict[str, float]:
+    """What the gate's pair model did for the misses timed between two scrapes (nothing else
+    reached the proxy then): pairs per miss, its milliseconds per miss, and the misses' mean
+    time less those. Under one client the last is the mean a miss would take if the model
+    cost nothing; under many, a miss also waits behind other misses' pairs, so it is not."""
+    pairs = _counter(after, "staffstore_gate_pair_model_pairs_total") - _counter(
+        before, "staffstore_gate_pair_model_pairs_total"
+    )
+    seconds = _counter(after, "staffstore_gate_pair_model_seconds_total") - _counter(
+        before, "staffstore_gate_pair_model_seconds_total"
+    )
+    count = miss["count"]
+    model_ms = seconds * 1000 / count
+    return {
+        "pairs_per_miss": round(pairs / count, 2),
+        "model_ms_per_miss": round(model_ms, 3),
+        "miss_mean_ms": miss["mean_ms"],
+        "miss_mean_ms_less_model": round(miss["mean_ms"] - model_ms, 3),
+    }
+
+
 def _import(count: int, scratch: Path, seed: int) -> tuple[Path, list[str], float]:
     """A store of `count` claims, imported as bench_store.py does; its questions."""
     source = scratch / f"claims-{count}.jsonl"
@@ -431,7 +461,9 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
             claim_hit, bare_hit = await taking_turns([(ours_hit, hits), (floor, hits)], clients)
             bodies = [_ask(t) for t in misses_left[: share[f"misses_{which}"]]]
             misses_left = misses_left[len(bodies) :]
+            scraped = scrape(proxy_port)
             miss, straight = await taking_turns([(ours_miss, bodies), (direct, bodies)], clients)
+            paired = pair_model_share(scraped, scrape(proxy_port), miss)
             by_clients[str(clients)] = {
                 "claim_hit": claim_hit,
                 "bare_starlette": bare_hit,
@@ -439,6 +471,8 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
                 "miss": miss,
                 "direct_to_upstream": straight,
                 "miss_overhead_p50_ms": round(miss["p50_ms"] - straight["p50_ms"], 3),
+                # Issue 41 asks for the miss path with and without a learned scorer.
+                "miss_pair_model": paired,
             }
         # The open loop: the same number of connections, requests due on a fixed schedule.
         hits = hits_left[: share["hits_open"]]
@@ -538,6 +572,12 @@ def _print(result: dict[str, Any]) -> None:
             f" shmem {split['shmem']} MiB"
         )
     for clients, figures in result["by_clients"].items():
+        paired = figures["miss_pair_model"]
+        print(
+            f"  {clients:>2} client(s) misses: {paired['pairs_per_miss']:.2f} pairs and"
+            f" {paired['model_ms_per_miss']:.2f} ms in the pair model each, mean"
+            f" {paired['miss_mean_ms']:.2f} ms, {paired['miss_mean_ms_less_model']:.2f} ms less it"
+        )
         for label, key in (
             ("claim hit", "claim_hit"),
             ("bare app ", "bare_starlette"),
@@ -614,6 +654,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "misses": "stored questions with the last word changed for one never stored, "
             "each once; in the closed loop the same bodies are sent straight to the fake "
             "upstream",
+            "miss_pair_model": "the gate's pair model's work for the closed loop's misses, "
+            "from the proxy's /metrics before and after them: pairs and ms per miss, and the "
+            "misses' mean less that time (under one client, a miss without the model's cost)",
             "note": "client, proxy, fake upstream and bare app share the machine's cores",
         },
         "targets": TARGETS,

@@ -638,6 +638,27 @@ def test_metrics_are_prometheus_text(server: Server, fake: FakeOpenRouter) -> No
     assert buckets[-1] == count
 
 
+def test_metrics_count_the_pair_model_s_pairs_and_time(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    question = "Who signed off on the rate limiter change?"
+    _claim(server, "alice", question, "Priya.")
+    pairs, seconds = (
+        "staffstore_gate_pair_model_pairs_total",
+        "staffstore_gate_pair_model_seconds_total",
+    )
+    before = _samples(server.get("/metrics", key=METRICS_KEY).text)
+    # The stored question itself: the strict test serves it, the pair model is not asked.
+    assert server.post(ask(question)).headers["x-staffstore-reason"] == "exact"
+    strict = _samples(server.get("/metrics", key=METRICS_KEY).text)
+    assert (strict[pairs], strict[seconds]) == (before[pairs], before[seconds])
+    # Reworded: the strict test refuses it, the slots agree, and the pair model reads the pair.
+    server.post(ask("Who approved the change to the rate limiter?"))
+    after = _samples(server.get("/metrics", key=METRICS_KEY).text)
+    assert after[pairs] >= before[pairs] + 1
+    assert after[seconds] > before[seconds]
+
+
 def _samples(text: str) -> dict[str, float]:
     return {
         name: float(value)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
+import time
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -63,8 +65,11 @@ class PairModel:
         except Exception as error:  # onnxruntime raises its own exception types
             raise PairModelError(f"the pair model in {folder} cannot be loaded: {error}") from error
         self.sha256 = digest
-        #: How many pairs this model has scored: the benchmarks count the turns that reached it.
+        #: How many pairs this model has scored, and the seconds that took, on every thread:
+        #: the benchmarks count the turns that reached it, /metrics reports both.
         self.calls = 0
+        self.seconds = 0.0
+        self._counting = threading.Lock()
 
     def probabilities(self, asked: str, stored: Sequence[str]) -> list[float]:
         """The probability that `asked` asks what each of `stored` asks.
@@ -78,7 +83,7 @@ class PairModel:
         return [self._probability(asked, text) for text in stored]
 
     def _probability(self, asked: str, stored: str) -> float:
-        self.calls += 1
+        began = time.perf_counter()
         encoded = self._tokenizer.encode(asked, stored)
         feed = {
             "input_ids": np.array([encoded.ids], dtype=np.int64),
@@ -86,6 +91,10 @@ class PairModel:
             "token_type_ids": np.array([encoded.type_ids], dtype=np.int64),
         }
         logit = float(np.asarray(self._session.run(None, feed)[0]).ravel()[0])
+        elapsed = time.perf_counter() - began
+        with self._counting:  # the store's read threads score pairs side by side
+            self.calls += 1
+            self.seconds += elapsed
         return 1.0 / (1.0 + math.exp(-logit))
 
 
@@ -94,3 +103,8 @@ def default_pair_model() -> PairModel:
     """The pair model shipped in data/pair_model/."""
     folder = resources.files("staffstore.gate") / "data" / MODEL_DIR
     return PairModel(Path(str(folder)))
+
+
+def loaded_pair_model() -> PairModel | None:
+    """The shipped pair model if this process has loaded it, else None (never loads it)."""
+    return default_pair_model() if default_pair_model.cache_info().currsize else None

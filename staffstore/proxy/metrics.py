@@ -29,6 +29,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ..gate.pair_model import loaded_pair_model
 from ..models import Receipt
 from .heap import CollectionPauses
 
@@ -94,6 +95,20 @@ class _ReadWhenScraped(Collector):
             "staffstore_gc_frozen_objects",
             "Objects loaded at startup that the garbage collector no longer walks (gc.freeze).",
             value=gc.get_freeze_count(),
+        )
+        # The model is the process's, shared by every proxy in it; zero until it is loaded.
+        model = loaded_pair_model()
+        yield CounterMetricFamily(
+            "staffstore_gate_pair_model_pairs",
+            "(turn, stored question) pairs the gate's pair model scored, in this process: a "
+            "turn reaches it when the strict test has not served it and the slots agree.",
+            value=model.calls if model else 0,
+        )
+        yield CounterMetricFamily(
+            "staffstore_gate_pair_model_seconds",
+            "Seconds the gate's pair model spent scoring those pairs, in this process: on the "
+            "request path of the turns that reached it.",
+            value=model.seconds if model else 0.0,
         )
         if self._metrics.access_log_dropped is not None:
             yield CounterMetricFamily(

@@ -41,10 +41,13 @@ from .scale_report import (
     LATENCY_HEADINGS,
     OPEN_ALIGN,
     OPEN_HEADINGS,
+    PAIR_MODEL_ALIGN,
+    PAIR_MODEL_HEADINGS,
     SIZE_ALIGN,
     SIZE_HEADINGS,
     latency_rows,
     open_rows,
+    pair_model_rows,
     size_rows,
     target_headings,
     target_rows,
@@ -708,6 +711,18 @@ def _scale_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
         "",
         *_table(LATENCY_HEADINGS, LATENCY_ALIGN, latency_rows(scale)),
     ]
+    paired = pair_model_rows(scale)
+    if paired:
+        lines += [
+            "",
+            "The gate's pair model in those misses (the proxy's /metrics before and after "
+            "them): a miss that the strict test refuses and the slots let through is read by "
+            "the model against its nearest claims and kept answers. Under one client, the mean "
+            "less the model's time is what a miss would take without it; under many, a miss "
+            "also waits behind other misses' pairs:",
+            "",
+            *_table(PAIR_MODEL_HEADINGS, PAIR_MODEL_ALIGN, paired),
+        ]
     opened = open_rows(scale)
     if opened:
         lines += [

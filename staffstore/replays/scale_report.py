@@ -1,11 +1,11 @@
 """The proxy-at-scale benchmark's ledger (bench-proxy-scale.json) as the report reads it.
 
-Four tables' rows, each read from the ledger as `benchmarks/bench_proxy_scale.py` wrote it:
+Five tables' rows, each read from the ledger as `benchmarks/bench_proxy_scale.py` wrote it:
 the closed loop's latency and throughput by store size and number of clients (under many
-clients, latency at saturation), the open loop's latency at a fixed offered rate (on which the
-hits' p99.9 target is judged), what each size's store and server weigh (resident memory split
-into anonymous, file-backed and shared), and whether each of issue 41's targets held at each
-size. report.py lays them out.
+clients, latency at saturation), the gate's pair model's share of those misses, the open loop's
+latency at a fixed offered rate (on which the hits' p99.9 target is judged), what each size's
+store and server weigh (resident memory split into anonymous, file-backed and shared), and
+whether each of issue 41's targets held at each size. report.py lays them out.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ OPEN_HEADINGS = [
     "miss p50 / p99 / p99.9 / worst", "claim hit p99.9 from the write, client's send lag p99",
 ]  # fmt: skip
 OPEN_ALIGN = "rrrrrr"
+PAIR_MODEL_HEADINGS = [
+    "claims", "clients (closed loop)", "pairs scored a miss", "pair model a miss",
+    "miss mean", "miss mean less the pair model",
+]  # fmt: skip
+PAIR_MODEL_ALIGN = "rrrrrr"
 SIZE_HEADINGS = [
     "claims", "database imported / after", "proxy start-up",
     "resident memory (VmRSS) before / after", "anonymous / file / shared, before -> after",
@@ -50,6 +55,28 @@ def latency_rows(ledger: dict[str, Any]) -> list[list[str]]:
                     _ms(f["miss"], "p50_ms", "p99_ms", "p999_ms"),
                     _ms(f["direct_to_upstream"], "p50_ms", "p99_ms"),
                     f"{f['claim_hit']['per_second']:,.0f} / {f['miss']['per_second']:,.0f}",
+                ]
+            )
+    return rows
+
+
+def pair_model_rows(ledger: dict[str, Any]) -> list[list[str]]:
+    """One row per store size and number of clients: the gate's pair model's work for the
+    closed loop's misses (none for a ledger written before the proxy counted it)."""
+    rows = []
+    for result in ledger["results"]:
+        for clients, f in result["by_clients"].items():
+            paired = f.get("miss_pair_model")
+            if paired is None:
+                continue
+            rows.append(
+                [
+                    f"{result['claims']:,}",
+                    clients,
+                    f"{paired['pairs_per_miss']:.2f}",
+                    f"{paired['model_ms_per_miss']:.2f} ms",
+                    f"{paired['miss_mean_ms']:.2f} ms",
+                    f"{paired['miss_mean_ms_less_model']:.2f} ms",
                 ]
             )
     return rows
