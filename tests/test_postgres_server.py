@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 import staffstore.testing.postgres as testing_postgres
-from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin
+from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin, scratch_root
 
 
 def scalar(url: str, query: str) -> object:
@@ -44,6 +44,26 @@ def test_each_created_database_is_separate(postgres_server: ThrowawayPostgres) -
         )
     finally:
         for url in (first, second):
+            postgres_server.drop_database(url.rsplit("/", 1)[1])
+
+
+def test_a_copy_of_a_template_holds_its_rows_and_is_separate_from_it(
+    postgres_server: ThrowawayPostgres,
+) -> None:
+    template = postgres_server.create_database()
+    name = template.rsplit("/", 1)[1]
+    with psycopg.connect(template, autocommit=True) as connection:
+        connection.execute("CREATE TABLE t (x int)")
+        connection.execute("INSERT INTO t VALUES (1), (2)")
+    copy = postgres_server.create_database(template=name)
+    try:
+        assert scalar(copy, "SELECT count(*) FROM t") == 2
+        with psycopg.connect(copy, autocommit=True) as connection:
+            connection.execute("INSERT INTO t VALUES (3)")
+        assert scalar(template, "SELECT count(*) FROM t") == 2
+        assert scalar(copy, "SELECT count(*) FROM t") == 3
+    finally:
+        for url in (copy, template):
             postgres_server.drop_database(url.rsplit("/", 1)[1])
 
 
@@ -154,3 +174,13 @@ def test_find_postgres_bin_takes_the_newest_debian_version(
     for version in ("9.6", "15", "13"):
         make_programs(debian / version / "bin")
     assert find_postgres_bin(debian) == debian / "15" / "bin"
+
+
+def test_a_throwaway_cluster_lives_in_memory_only_where_there_is_room(tmp_path: Path) -> None:
+    # tmp_path stands for /dev/shm: a writable directory with a GiB free (this disk has it).
+    assert scratch_root(False, tmp_path) == str(tmp_path)
+    # The benchmarks' durable cluster stays on disk, and so does one with no such directory.
+    assert scratch_root(True, tmp_path) is None
+    assert scratch_root(False, tmp_path / "absent") is None
+    (tmp_path / "file").write_text("x")
+    assert scratch_root(False, tmp_path / "file") is None
