@@ -7,9 +7,17 @@ async, for scripts and notebooks. `WorkingState` keeps an agent's current rules 
 prompt; `AgentState` keeps the state its code writes, under a declared schema. `ScopedState`
 keeps a workflow's keys in four namespaces that never fall back; `WorkflowMemory` keeps its
 run records and lessons, and the bounded, scrubbed section its next runs read.
+
+The names below are imported when first used (PEP 562), not with the package: the command
+line imports `staffstore` for every command, and the gate's tables, numpy and httpx are worth
+loading only for the commands that use them.
 """
 
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     CorruptStoreError,
@@ -29,27 +37,72 @@ from .errors import (
     UpstreamTimeoutError,
     UpstreamUnreachableError,
 )
-from .gate import query_first
-from .memory import WorkflowMemory
-from .models import (
-    ChatReply,
-    Claim,
-    Decision,
-    KeptFrom,
-    Ledger,
-    Message,
-    NewClaim,
-    Receipt,
-    Turn,
-    TurnResult,
-    WorkingSet,
-)
-from .mouth import CachePolicy, ensure_mouth
-from .staff import Staff
-from .state import AgentState, Scope, ScopedState, ScopeRef, WorkingState
-from .store import StaffStore
-from .upstream import OpenRouter
-from .working_set import build_working_set
+
+if TYPE_CHECKING:  # what type checkers and editors read; at run time, __getattr__ below
+    from .gate import query_first
+    from .memory import WorkflowMemory
+    from .models import (
+        ChatReply,
+        Claim,
+        Decision,
+        KeptFrom,
+        Ledger,
+        Message,
+        NewClaim,
+        Receipt,
+        Turn,
+        TurnResult,
+        WorkingSet,
+    )
+    from .mouth import CachePolicy, ensure_mouth
+    from .staff import Staff
+    from .state import AgentState, Scope, ScopedState, ScopeRef, WorkingState
+    from .store import StaffStore
+    from .upstream import OpenRouter
+    from .working_set import build_working_set
+
+#: Each public name imported on first use, and the module it comes from.
+_LAZY: dict[str, str] = {
+    "query_first": ".gate",
+    "WorkflowMemory": ".memory",
+    **dict.fromkeys(
+        (
+            "ChatReply",
+            "Claim",
+            "Decision",
+            "KeptFrom",
+            "Ledger",
+            "Message",
+            "NewClaim",
+            "Receipt",
+            "Turn",
+            "TurnResult",
+            "WorkingSet",
+        ),
+        ".models",
+    ),
+    "CachePolicy": ".mouth",
+    "ensure_mouth": ".mouth",
+    "Staff": ".staff",
+    **dict.fromkeys(("AgentState", "Scope", "ScopedState", "ScopeRef", "WorkingState"), ".state"),
+    "StaffStore": ".store",
+    "OpenRouter": ".upstream",
+    "build_working_set": ".working_set",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'staffstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 try:
     #: The installed distribution's version (pyproject.toml is its one source).

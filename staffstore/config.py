@@ -14,8 +14,6 @@ from pathlib import Path
 
 from .store.importer import NAMED_BAD_LINES
 from .store.location import StoreAddress, store_address
-from .upstream import DEFAULT_BASE_URL, DEFAULT_MODEL
-from .working_set import DEFAULT_BUDGET
 
 DB_ENV = "STAFFSTORE_DB"
 APP_DIR = "staffstore"
@@ -24,7 +22,10 @@ DB_FILENAME = "staffstore.db"
 
 @dataclass(frozen=True)
 class Settings:
-    """The defaults of the command line; one instance, `DEFAULTS`, holds them all."""
+    """The defaults of the command line; one instance, `DEFAULTS`, holds them. The model, the
+    upstream and the prompt's budget default as the client (upstream.py) and the working set
+    (working_set/build.py) do: every command imports this module, which so imports neither
+    httpx nor the working set."""
 
     #: Claims stored per transaction by an import (None: the importer's default for the
     #: store's backend).
@@ -34,9 +35,6 @@ class Settings:
     list_limit: int = 50
     search_limit: int = 20
     receipts_limit: int = 20
-    model: str = DEFAULT_MODEL
-    base_url: str = DEFAULT_BASE_URL
-    budget: int = DEFAULT_BUDGET
     timeout: float = 60.0
 
 

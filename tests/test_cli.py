@@ -15,7 +15,8 @@ import typer
 from cli_helpers import ok, one_line_error
 from typer.testing import CliRunner, Result
 
-from staffstore.cli.app import app, main, register_extensions, user_errors
+from staffstore.cli.app import EXTENSIONS, app, main, register_extensions, user_errors
+from staffstore.cli.lazy import ExtensionError, LazyCommands
 from staffstore.config import default_db_path
 from staffstore.testing import FakeOpenRouter
 
@@ -548,3 +549,50 @@ def test_extensions_add_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     register_extensions(target, ["staffstore_demo_extension"])
     result = ok(CliRunner().invoke(target, ["hello"]))
     assert result.stdout == "hello from an extension\n"
+
+
+def test_the_root_lists_every_command_each_module_adds_in_the_table_s_order() -> None:
+    root = typer.main.get_command(app)
+    listed = list(root.commands)
+    assert listed == [name for names in EXTENSIONS.values() for name in names]
+    # Reading each loads its module, which must add exactly the commands the table names.
+    assert all(root.commands[name].name == name for name in listed)
+
+
+def test_a_module_that_adds_other_commands_than_the_table_says_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "staffstore_misdeclared.py").write_text(
+        "import typer\n"
+        "def register(app: typer.Typer) -> None:\n"
+        "    @app.command('greet')\n"
+        "    def greet() -> None: ...\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    commands = LazyCommands({}, {"staffstore_misdeclared": ("hello",)}, typer.Typer)
+    assert list(commands) == ["hello"]  # listed without importing
+    with pytest.raises(ExtensionError, match="adds the commands \\['greet'\\]"):
+        commands["hello"]
+
+
+#: What a command that works on receipts alone has no use for.
+_HEAVY = ("numpy", "onnxruntime", "staffstore.gate", "staffstore.proxy", "staffstore.replays",
+          "staffstore.memory", "staffstore.jobs", "staffstore.working_set", "uvicorn")  # fmt: skip
+
+
+def test_a_command_imports_only_what_it_uses() -> None:
+    # A fresh interpreter, as a shell runs the command: each module above costs every run
+    # its import (the gate's tables and numpy alone about 0.1 s on a 2-core machine).
+    script = (
+        "import sys\n"
+        "from staffstore.cli import main\n"
+        "code = main(['receipts', '--help'])\n"
+        f"print([name for name in {_HEAVY!r} if name in sys.modules], code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[] 0"
+    # The root's help lists every command, so it loads them all.
+    everything = script.replace("['receipts', '--help']", "['--help']")
+    done = subprocess.run([sys.executable, "-c", everything], capture_output=True, text=True)
+    assert "staffstore.gate" in done.stdout.splitlines()[-1]

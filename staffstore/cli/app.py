@@ -10,7 +10,8 @@ settings (flags over `STAFFSTORE_*` over the config file, see settings.py) are l
 the root command. The commands plug in through EXTENSIONS (`query` and `ask` in turns.py,
 `claims`, `receipts`, `ledger`, `replay`, `charts`, `report`, `serve`, `config`, ...): each
 named module has `register(app)`, which adds commands or sub-apps to `app` and may use
-`with_store`, `run`, the options and the printers below.
+`with_store`, `run`, the options and the printers below. A module is imported when one of its
+commands is first used (lazy.py), so a command pays for its own imports only.
 """
 
 from __future__ import annotations
@@ -19,11 +20,19 @@ import asyncio
 import importlib
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 from pydantic import ValidationError
@@ -36,45 +45,62 @@ from ..store import StaffStore
 from ..store.importer import validation_message
 from ..store.location import StoreAddress, store_address
 from .helptext import HELP_NAMES, TidyGroup
+from .lazy import LazyCommands
 from .tables import print_table as print_table  # where every command has found it
 
 T = TypeVar("T")
 
-#: Modules that add commands (claims, jobs, replay, charts, report, serve): each is imported
-#: when the CLI loads and its `register(app: typer.Typer) -> None` called. Add yours here.
-EXTENSIONS: tuple[str, ...] = (
-    "staffstore.cli.turns",
-    "staffstore.cli.claims",
-    "staffstore.cli.receipts",
-    "staffstore.cli.kept",
-    "staffstore.cli.story",
-    "staffstore.cli.jobs",
-    "staffstore.cli.replay",
-    "staffstore.cli.serve",
-    "staffstore.cli.state",
-    "staffstore.cli.agent_state",
-    "staffstore.cli.scoped_state",
-    "staffstore.cli.memory",
-    "staffstore.cli.config_cmd",
-    "staffstore.cli.operations",
-)
+#: The modules that add commands, each with the root commands its `register(app: typer.Typer)
+#: -> None` adds, in the order the root's help lists them. A module is imported only when one
+#: of its commands is used (cli/lazy.py): `staffstore receipts` loads neither the gate nor the
+#: proxy. Add yours here.
+EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "staffstore.cli.turns": ("query", "ask"),
+    "staffstore.cli.claims": ("claims",),
+    "staffstore.cli.receipts": ("receipts", "ledger"),
+    "staffstore.cli.kept": ("kept",),
+    "staffstore.cli.story": ("story",),
+    "staffstore.cli.jobs": ("jobs",),
+    "staffstore.cli.replay": ("replay", "charts", "report"),
+    "staffstore.cli.serve": ("serve",),
+    "staffstore.cli.state": ("state",),
+    "staffstore.cli.agent_state": ("agent-state",),
+    "staffstore.cli.scoped_state": ("scoped-state",),
+    "staffstore.cli.memory": ("memory",),
+    "staffstore.cli.config_cmd": ("config",),
+    "staffstore.cli.operations": ("migrate", "copy"),
+}
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
+
+#: How typer builds every command: the root's and each extension's alike.
+_BUILD: dict[str, Any] = {
+    # Locals in a traceback could hold an API key; a bug report does not need them.
+    "pretty_exceptions_show_locals": False,
+    # Markdown reflows the docstrings' paragraphs to the terminal's width.
+    "rich_markup_mode": "markdown",
+    # -h as well as --help, on every command; no `<bool>` after a flag in any help page.
+    "context_settings": {"help_option_names": HELP_NAMES},
+}
+
+
+class RootGroup(TidyGroup):
+    """The root command, whose subcommands' modules are imported as they are used."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(self.commands, EXTENSIONS, lambda: typer.Typer(**_BUILD))
+
 
 app = typer.Typer(
     name="staffstore",
     help="A query-first inference cache: answer from verified claims before paying for a model.",
     no_args_is_help=True,
-    # Locals in a traceback could hold an API key; a bug report does not need them.
-    pretty_exceptions_show_locals=False,
     # --install-completion / --show-completion for bash, zsh, fish and PowerShell.
     add_completion=True,
-    # Markdown reflows the docstrings' paragraphs to the terminal's width.
-    rich_markup_mode="markdown",
-    # -h as well as --help, on every command; no `<bool>` after a flag in any help page.
-    context_settings={"help_option_names": HELP_NAMES},
-    cls=TidyGroup,
+    cls=RootGroup,
+    **_BUILD,
 )
 
 
@@ -201,7 +227,10 @@ def _root(
     if settings.owner is not None:
         # The configured owner is the default of every --owner that names whose data a
         # command works on (not of the filters that default to every owner).
-        ctx.default_map = _owner_defaults(ctx.command, settings.owner)
+        # click only reads a default map (Context.lookup_default, a subcommand's context).
+        ctx.default_map = cast(
+            MutableMapping[str, Any], _OwnerDefaults(ctx.command, settings.owner)
+        )
 
 
 def _db_source(ctx: typer.Context, db: str | None, settings: UserSettings) -> str:
@@ -212,19 +241,31 @@ def _db_source(ctx: typer.Context, db: str | None, settings: UserSettings) -> st
     return "config file" if settings.db is not None else "default"
 
 
-def _owner_defaults(command: Any, owner: str) -> dict[str, Any]:
-    """click's default_map, giving `owner` to every command's --owner but the filters."""
-    found: dict[str, Any] = {}
-    for name, sub in getattr(command, "commands", {}).items():
+class _OwnerDefaults(Mapping[str, Any]):
+    """click's default_map for a group: `owner` as the default of every --owner that names
+    whose data a command works on, not of the filters. click only asks it for the command
+    about to run, so only that command's module is imported to answer."""
+
+    def __init__(self, group: Any, owner: str) -> None:
+        self._group, self._owner = group, owner
+
+    def __getitem__(self, name: str) -> Any:
+        sub = self._group.commands[name]
         if hasattr(sub, "commands"):
-            found[name] = _owner_defaults(sub, owner)
-        elif any(
+            # A group with its own --owner (receipts) is a filter: only its subcommands get one.
+            return _OwnerDefaults(sub, self._owner)
+        if any(
             param.name == "owner" and (param.help or "").startswith(OWNER_HELP_PREFIX)
             for param in sub.params
         ):
-            found[name] = {"owner": owner}
-    # A group with its own --owner (receipts) is a filter: only its subcommands get one.
-    return found
+            return {"owner": self._owner}
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._group.commands)
+
+    def __len__(self) -> int:
+        return len(self._group.commands)
 
 
 def settings_of(ctx: typer.Context) -> UserSettings:
@@ -335,13 +376,11 @@ LimitOption = Annotated[
 # -- entry point -------------------------------------------------------------------------------
 
 
-def register_extensions(target: typer.Typer, names: Sequence[str] = EXTENSIONS) -> None:
-    """Import each named module and let it add its commands to `target`."""
+def register_extensions(target: typer.Typer, names: Sequence[str]) -> None:
+    """Import each named module and let it add its commands to `target` (at once: the root
+    command imports EXTENSIONS' modules as they are used instead)."""
     for name in names:
         importlib.import_module(name).register(target)
-
-
-register_extensions(app)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

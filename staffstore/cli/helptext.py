@@ -31,7 +31,11 @@ def tidy_help(command: Any) -> None:
             param.metavar = ""
         else:
             param.metavar = _PLAIN.get(param.display_type(ctx))
-    for sub in getattr(command, "commands", {}).values():
+    commands = getattr(command, "commands", {})
+    # A lazy mapping (lazy.py) gives the commands it has loaded; it tidies the rest as it
+    # loads them.
+    loaded = commands.loaded() if hasattr(commands, "loaded") else commands
+    for sub in loaded.values():
         tidy_help(sub)
 
 

@@ -27,8 +27,8 @@ from ..settings import calibrated_gate_budget
 from ..store import StaffStore
 from ..store.importer import parse_json_object, validation_message
 from ..store.location import StoreAddress
-from ..upstream import OpenRouter
-from ..working_set import ROLES, budgets_for, parse_part_budgets
+from ..upstream import DEFAULT_BASE_URL, DEFAULT_MODEL, OpenRouter
+from ..working_set import DEFAULT_BUDGET, ROLES, budgets_for, parse_part_budgets
 from .app import (
     NOT_UTF8,
     GateBudgetOption,
@@ -319,7 +319,7 @@ def ask(
         typer.Option(
             "--model",
             callback=utf8,
-            help=f"The model to ask on a miss (default: settings, else {DEFAULTS.model}).",
+            help=f"The model to ask on a miss (default: settings, else {DEFAULT_MODEL}).",
         ),
     ] = None,
     upstream: Annotated[
@@ -327,8 +327,7 @@ def ask(
         typer.Option(
             "--upstream",
             callback=http_url,
-            help="An OpenAI-compatible API base URL (default: settings, else "
-            f"{DEFAULTS.base_url}).",
+            help=f"An OpenAI-compatible API base URL (default: settings, else {DEFAULT_BASE_URL}).",
         ),
     ] = None,
     base_url: Annotated[
@@ -340,7 +339,7 @@ def ask(
             "--budget",
             min=64,
             help=f"Token budget of the prompt sent on a miss (default: the --role's, else "
-            f"{DEFAULTS.budget}).",
+            f"{DEFAULT_BUDGET}).",
         ),
     ] = None,
     role: Annotated[
@@ -442,10 +441,10 @@ def ask(
     shown = _Shown()
     try:
         parts = parse_part_budgets(part_budget or [])
-        budgets = budgets_for(role, budget if role else budget or DEFAULTS.budget, parts)
+        budgets = budgets_for(role, budget if role else budget or DEFAULT_BUDGET, parts)
     except InputError as error:
         raise typer.BadParameter(str(error), param_hint="--role/--part-budget") from None
-    prompt_budget = budgets if budgets is not None else budget or DEFAULTS.budget
+    prompt_budget = budgets if budgets is not None else budget or DEFAULT_BUDGET
 
     async def work() -> TurnResult:
         turn = Turn(
