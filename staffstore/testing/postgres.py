@@ -330,10 +330,10 @@ def scratch_root(durable: bool, memory_root: Path = _MEMORY_ROOT) -> str | None:
     """Where a cluster's directory is made: for a throwaway one, `memory_root` (tmpfs) when it
     is a writable directory with a GiB free, else the temporary directory (None).
 
-    On this machine's disk a copy of the 9 MB migrated template took 250-500 ms while the
-    suite ran (22 ms at the quietest), in memory 15-40 ms, and the test suite makes a few
-    hundred. A container's default /dev/shm (64 MB) is too small, and is passed over. A
-    durable cluster (the benchmarks') stays on disk."""
+    On this machine's disk a copy of the 9 MB migrated template took 20-500 ms in probes, most
+    of them over 100 ms, and a PostgreSQL test's setup about 0.3 s; in memory a copy took
+    15-40 ms, and the test suite makes a few hundred. A container's default /dev/shm (64 MB)
+    is too small, and is passed over. A durable cluster (the benchmarks') stays on disk."""
     if durable or not (memory_root.is_dir() and os.access(memory_root, os.W_OK)):
         return None
     try:
