@@ -6,12 +6,16 @@ PostgreSQL store will; none of them mocks the server.
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
+from processes import alive
 
 import staffstore.testing.postgres as testing_postgres
 from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin, scratch_root
@@ -111,6 +115,43 @@ def test_stop_stops_the_server_and_removes_its_directory(postgres_bin: Path) -> 
         with pytest.raises(psycopg.OperationalError):
             psycopg.connect(url, connect_timeout=2)
     server.stop()  # again, as leaving the block did: harmless
+
+
+def test_a_cluster_whose_maker_was_killed_is_stopped_and_removed_by_the_next(
+    postgres_bin: Path,
+) -> None:
+    # A directory the server's user can reach (tmp_path's parents are the test user's alone).
+    scratch = Path(tempfile.mkdtemp(prefix="staffstore-sweep-test-"))
+    scratch.chmod(0o755)
+    script = (
+        "import time\n"
+        "from pathlib import Path\n"
+        "from staffstore.testing.postgres import ThrowawayPostgres\n"
+        f"server = ThrowawayPostgres(bindir=Path({str(postgres_bin)!r}), "
+        f"scratch=Path({str(scratch)!r})).start()\n"
+        "print(server.directory, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    maker = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert maker.stdout is not None
+        directory = Path(maker.stdout.readline().strip())
+        postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
+        # While its maker runs, a cluster is left alone by the next one made beside it.
+        with ThrowawayPostgres(bindir=postgres_bin, scratch=scratch):
+            assert directory.exists() and alive(postmaster)
+        maker.kill()
+        maker.wait(30)
+        # Killed, the maker left its server running and its files behind ...
+        assert alive(postmaster) and directory.exists()
+        # ... until the next cluster made there stops and removes them.
+        with ThrowawayPostgres(bindir=postgres_bin, scratch=scratch) as after:
+            assert after.running and not directory.exists()
+            assert not alive(postmaster)
+    finally:
+        maker.kill()
+        testing_postgres.sweep_orphans(scratch, postgres_bin, testing_postgres._run_as_prefix())
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _port_of_127_0_0_1() -> int:

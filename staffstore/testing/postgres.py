@@ -4,8 +4,10 @@ ThrowawayPostgres runs `initdb` into a fresh temporary directory (in memory, /de
 there is room: see scratch_root) and starts the server with `pg_ctl` on a free port of
 127.0.0.1 only, its unix socket inside that directory, so nothing of it is reachable from
 another machine or left behind: `stop()` (or leaving the `with` block) stops the server and
-deletes the directory. `create_database` gives each test a database of its own, so tests
-sharing one server (one per pytest process) cannot see each other's rows.
+deletes the directory. A cluster whose maker was killed before it could do so (SIGKILL) is
+stopped and deleted by the next cluster made in the same place (sweep_orphans).
+`create_database` gives each test a database of its own, so tests sharing one server (one per
+pytest process) cannot see each other's rows.
 
 Nothing here is needed to use a PostgreSQL store: it exists so the PostgreSQL backend is tested
 against a real server rather than a mock, on any machine that has the binaries installed.
@@ -105,6 +107,7 @@ class ThrowawayPostgres:
         bindir: Path | None = None,
         start_timeout: float = 60.0,
         ports: Callable[[], int] | None = None,
+        scratch: Path | None = None,
     ) -> None:
         """Prepare a cluster; nothing runs until `start()` or `with`.
 
@@ -112,8 +115,11 @@ class ThrowawayPostgres:
         `start_timeout`: seconds to wait for initdb, and again for the server to accept
         connections. `ports`: where each attempt's port comes from (None: a free port of
         127.0.0.1, which another process may still take before the server binds it).
+        `scratch`: the directory to make the cluster's directory in (None: memory when
+        there is room, else the temporary directory; see scratch_root).
         """
         self.durable = durable
+        self._scratch = scratch
         self.start_timeout = start_timeout
         self._ports = ports or _free_port
         self._bindir = bindir
@@ -136,10 +142,13 @@ class ThrowawayPostgres:
             )
         self._bindir = bindir
         run_as = _run_as_prefix()
-        directory = Path(tempfile.mkdtemp(prefix="staffstore-pg-", dir=scratch_root(self.durable)))
+        root = self._scratch or Path(scratch_root(self.durable) or tempfile.gettempdir())
+        sweep_orphans(root, bindir, run_as)
+        directory = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=root))
         # Registered at once, so a failure from here on still deletes the directory.
         self._finalizer = weakref.finalize(self, _shut_down, bindir, directory, run_as)
         self._directory = directory
+        (directory / _OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
         try:
             self._port = self._make_and_start(bindir, directory, run_as)
         except BaseException:
@@ -341,6 +350,46 @@ def scratch_root(durable: bool, memory_root: Path = _MEMORY_ROOT) -> str | None:
     except OSError:
         return None
     return str(memory_root) if room.f_bavail * room.f_frsize >= _MEMORY_ROOM else None
+
+
+#: A cluster's directory's name starts with this; the file in it names the process that made it.
+_PREFIX = "staffstore-pg-"
+_OWNER_FILE = "owner.pid"
+
+
+def sweep_orphans(root: Path, bindir: Path, run_as: list[str]) -> list[Path]:
+    """Stop and delete the clusters under `root` whose maker has died without stopping them
+    (a test run killed with SIGKILL leaves its server running and its files behind; in memory
+    they would hold the machine's RAM until it restarts). Returns the directories removed.
+
+    A directory whose maker still runs, or that names none (one being made this moment, or
+    made before makers were written down), is left alone."""
+    removed = []
+    for directory in sorted(root.glob(f"{_PREFIX}*")):
+        try:
+            maker = int((directory / _OWNER_FILE).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue
+        if _alive(maker):
+            continue
+        _shut_down(bindir, directory, run_as)
+        removed.append(directory)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie (killed, not yet reaped) does not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except (OSError, IndexError):
+        pass  # no /proc here, or no such process: ask the kernel
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, as another user's
+    return True
 
 
 def _settings(sockets: Path, *, durable: bool) -> str:
