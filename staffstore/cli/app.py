@@ -36,6 +36,7 @@ from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 from pydantic import ValidationError
+from typer.core import TyperGroup
 
 from .. import __version__
 from ..config import DB_ENV, default_db_path
@@ -44,7 +45,7 @@ from ..settings import UserSettings, calibrated_gate_budget, check_http_url, loa
 from ..store import StaffStore
 from ..store.importer import validation_message
 from ..store.location import StoreAddress, store_address
-from .helptext import HELP_NAMES, TidyGroup
+from .helptext import HELP_NAMES, tidy_options
 from .lazy import LazyCommands
 from .tables import print_table as print_table  # where every command has found it
 
@@ -85,12 +86,17 @@ _BUILD: dict[str, Any] = {
 }
 
 
-class RootGroup(TidyGroup):
-    """The root command, whose subcommands' modules are imported as they are used."""
+class RootGroup(TyperGroup):
+    """The root command: its subcommands' modules are imported as they are used, and their
+    commands tidied as they load (lazy.py); its own options are tidied before it runs."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands = LazyCommands(self.commands, EXTENSIONS, lambda: typer.Typer(**_BUILD))
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        tidy_options(self)
+        return super().main(*args, **kwargs)
 
 
 app = typer.Typer(

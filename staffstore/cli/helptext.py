@@ -2,8 +2,8 @@
 
 typer's rich help shows a type after every option, flags included (`--json <bool>`); a flag
 takes no value, so it shows none here. `HELP_NAMES` makes `-h` the same as `--help` on every
-command. The root group tidies the whole command tree each time it runs, because typer builds
-the click commands anew on every call.
+command. The root group (cli/app.py) tidies its own options each time it runs, because typer
+builds it anew on every call; lazy.py tidies each command module's commands as it loads them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
 #: The help option's names, on the root and (inherited through click's context) every command.
 HELP_NAMES = ["-h", "--help"]
@@ -20,9 +19,9 @@ HELP_NAMES = ["-h", "--help"]
 _PLAIN = {"<int range>": "<int>", "<float range>": "<float>"}
 
 
-def tidy_help(command: Any) -> None:
-    """Give every option of `command` and its subcommands a label a person reads: none on a
-    flag (the help option's too), a plain number type on a ranged number."""
+def tidy_options(command: Any) -> None:
+    """Give every option of `command` a label a person reads: none on a flag (the help
+    option's too), a plain number type on a ranged number."""
     ctx = typer.Context(command, help_option_names=HELP_NAMES)
     for param in [*command.params, command.get_help_option(ctx)]:
         if param is None or param.param_type_name != "option" or param.metavar is not None:
@@ -31,17 +30,10 @@ def tidy_help(command: Any) -> None:
             param.metavar = ""
         else:
             param.metavar = _PLAIN.get(param.display_type(ctx))
-    commands = getattr(command, "commands", {})
-    # A lazy mapping (lazy.py) gives the commands it has loaded; it tidies the rest as it
-    # loads them.
-    loaded = commands.loaded() if hasattr(commands, "loaded") else commands
-    for sub in loaded.values():
+
+
+def tidy_help(command: Any) -> None:
+    """tidy_options for `command` and all its subcommands."""
+    tidy_options(command)
+    for sub in getattr(command, "commands", {}).values():
         tidy_help(sub)
-
-
-class TidyGroup(TyperGroup):
-    """The root command: tidies the help of the whole tree before it runs."""
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        tidy_help(self)
-        return super().main(*args, **kwargs)

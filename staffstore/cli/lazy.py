@@ -56,6 +56,8 @@ class LazyCommands(MutableMapping[str, "Command"]):
         make_holder: Callable[[], typer.Typer],
     ) -> None:
         self._commands = dict(given)
+        for command in self._commands.values():
+            tidy_help(command)
         self._owner = {name: module for module, names in extensions.items() for name in names}
         self._extensions = extensions
         self._make_holder = make_holder
