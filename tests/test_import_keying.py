@@ -16,9 +16,9 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from processes import alive
 
 from staffstore.models import NewClaim
+from staffstore.processes import running as alive
 from staffstore.store import StaffStore
 from staffstore.store.async_store import key_claims
 from staffstore.store.importer import parse_claims, store_claims

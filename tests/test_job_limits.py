@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import uvloop
-from processes import alive
 
 from staffstore.jobs import (
     AttachPolicy,
@@ -33,6 +32,7 @@ from staffstore.jobs import (
     refresh_jobs,
 )
 from staffstore.models import Job
+from staffstore.processes import running as alive
 from staffstore.store import StaffStore
 
 FAST = AttachPolicy(deadline=5.0, poll_limit=20, interval=0.02, wait_timeout=30.0)

@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from processes import alive
 from pydantic import ValidationError
 
 from staffstore.errors import InputError, NotFoundError
@@ -36,6 +35,7 @@ from staffstore.jobs import (
 )
 from staffstore.jobs.identity import new_job
 from staffstore.models import Job
+from staffstore.processes import running as alive
 from staffstore.store import StaffStore
 from staffstore.store.jobs import LaunchRefused
 

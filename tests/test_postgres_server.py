@@ -15,9 +15,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from processes import alive
 
 import staffstore.testing.postgres as testing_postgres
+from staffstore.processes import running as alive
 from staffstore.testing.postgres import ThrowawayPostgres, find_postgres_bin, scratch_root
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from ..jobs import AttachPolicy, Dispatch, JobRequest, LocalCommandRunner, ensure_dispatched
 from ..jobs.identity import launch_key_of
 from ..models import Job
+from ..processes import running
 from ..store import StaffStore
 from .data import load
 from .harness import ReplayError, ReplayOutput, StoreFor, store_at
@@ -171,12 +172,7 @@ def script(data: dict[str, Any], quick: bool) -> list[Step]:
 async def _gone(pid: int) -> None:
     """Wait until `pid` no longer runs (a zombie runs nothing)."""
     for _ in range(1000):
-        try:
-            os.kill(pid, 0)
-            stat = Path(f"/proc/{pid}/stat")
-            if stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                return
-        except (ProcessLookupError, FileNotFoundError, IndexError):
+        if not running(pid):
             return
         await asyncio.sleep(0.01)
     raise ReplayError(f"process {pid} survived SIGKILL")

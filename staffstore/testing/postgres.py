@@ -31,6 +31,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..processes import running
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -370,26 +372,11 @@ def sweep_orphans(root: Path, bindir: Path, run_as: list[str]) -> list[Path]:
             maker = int((directory / _OWNER_FILE).read_text(encoding="ascii"))
         except (OSError, ValueError):
             continue
-        if _alive(maker):
+        if running(maker):
             continue
         _shut_down(bindir, directory, run_as)
         removed.append(directory)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs: a zombie (killed, not yet reaped) does not."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
-    except (OSError, IndexError):
-        pass  # no /proc here, or no such process: ask the kernel
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, as another user's
-    return True
 
 
 def _settings(sockets: Path, *, durable: bool) -> str:
