@@ -507,6 +507,21 @@ def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
     assert "| resident memory (VmRSS) after 10,000 requests <= 100 MiB | not met |" in text
 
 
+def _closed_loop_only(by_clients: dict[str, Any]) -> dict[str, Any]:
+    """A proxy-at-scale result of 100,000 claims as a ledger written before the open loop and
+    the memory split were measured holds it."""
+    return {
+        "claims": 100_000,
+        "by_clients": by_clients,
+        "database_mib": {"imported": 49.6, "after_series": 51.0},
+        "proxy_startup_seconds": 1.5,
+        "resident_mib": {"before_first_request": 250.2, "after_series": 330.0, "peak": 331.0},
+        "chat_requests_to_proxy": 10_000,
+        "gc_pauses": {"all": {"count": 0, "over_5_ms": 0, "longest_ms": None}},
+        "meets_targets": {},
+    }
+
+
 def test_report_shows_the_pair_model_s_share_of_a_miss_where_the_ledger_has_it(
     tmp_path: Path,
 ) -> None:
@@ -517,17 +532,7 @@ def test_report_shows_the_pair_model_s_share_of_a_miss_where_the_ledger_has_it(
         "miss_mean_ms": 36.36,
         "miss_mean_ms_less_model": 13.79,
     }
-    result = {
-        "claims": 100_000,
-        "by_clients": {"1": one, "50": many},
-        "database_mib": {"imported": 49.6, "after_series": 51.0},
-        "proxy_startup_seconds": 1.5,
-        "resident_mib": {"before_first_request": 250.2, "after_series": 330.0, "peak": 331.0},
-        "chat_requests_to_proxy": 10_000,
-        "gc_pauses": {"all": {"count": 0, "over_5_ms": 0, "longest_ms": None}},
-        "meets_targets": {},
-    }
-    text = _scale_markdown(tmp_path, result)
+    text = _scale_markdown(tmp_path, _closed_loop_only({"1": one, "50": many}))
     assert "| 100,000 | 1 | 4.50 | 22.57 ms | 36.36 ms | 13.79 ms |" in text
     # The series without the figure (as an older ledger's) has no row.
     assert "| 100,000 | 50 | " not in text.split("pairs scored a miss")[1].split("\n\n")[0]
@@ -536,17 +541,7 @@ def test_report_shows_the_pair_model_s_share_of_a_miss_where_the_ledger_has_it(
 def test_report_reads_a_proxy_at_scale_ledger_without_the_open_loop(tmp_path: Path) -> None:
     # A ledger written before the open loop and the memory split were measured still reads.
     one = _closed_loop()
-    result = {
-        "claims": 100_000,
-        "by_clients": {"1": one},
-        "database_mib": {"imported": 49.6, "after_series": 51.0},
-        "proxy_startup_seconds": 1.5,
-        "resident_mib": {"before_first_request": 250.2, "after_series": 330.0, "peak": 331.0},
-        "chat_requests_to_proxy": 10_000,
-        "gc_pauses": {"all": {"count": 0, "over_5_ms": 0, "longest_ms": None}},
-        "meets_targets": {},
-    }
-    text = _scale_markdown(tmp_path, result)
+    text = _scale_markdown(tmp_path, _closed_loop_only({"1": one}))
     assert "Open loop" not in text
     assert "| 100,000 | 50 MiB / 51 MiB | 1.50 s | 250 MiB / 330 MiB after 10,000 requests " in text
     assert "| - -> - MiB | 0 (0, none) |" in text
