@@ -394,13 +394,13 @@ def pair_model_share(before: str, after: str, miss: dict[str, Any]) -> dict[str,
     reached the proxy then): pairs per miss, its milliseconds per miss, and the misses' mean
     time less those. Under one client the last is the mean a miss would take if the model
     cost nothing; under many, a miss also waits behind other misses' pairs, so it is not."""
-    pairs = _counter(after, "staffstore_gate_pair_model_pairs_total") - _counter(
-        before, "staffstore_gate_pair_model_pairs_total"
-    )
-    seconds = _counter(after, "staffstore_gate_pair_model_seconds_total") - _counter(
-        before, "staffstore_gate_pair_model_seconds_total"
-    )
-    count = miss["count"]
+
+    def grew(name: str) -> float:
+        return _counter(after, f"staffstore_gate_pair_model_{name}_total") - _counter(
+            before, f"staffstore_gate_pair_model_{name}_total"
+        )
+
+    pairs, seconds, count = grew("pairs"), grew("seconds"), miss["count"]
     model_ms = seconds * 1000 / count
     return {
         "pairs_per_miss": round(pairs / count, 2),
