@@ -17,7 +17,6 @@ commands is first used (lazy.py), so a command pays for its own imports only.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import sqlite3
 from collections.abc import (
@@ -47,6 +46,7 @@ from ..store.importer import validation_message
 from ..store.location import StoreAddress, store_address
 from .helptext import HELP_NAMES, tidy_options
 from .lazy import LazyCommands
+from .lazy import register_extensions as register_extensions  # for extensions' authors
 from .tables import print_table as print_table  # where every command has found it
 
 T = TypeVar("T")
@@ -380,13 +380,6 @@ LimitOption = Annotated[
 
 
 # -- entry point -------------------------------------------------------------------------------
-
-
-def register_extensions(target: typer.Typer, names: Sequence[str]) -> None:
-    """Import each named module and let it add its commands to `target` (at once: the root
-    command imports EXTENSIONS' modules as they are used instead)."""
-    for name in names:
-        importlib.import_module(name).register(target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

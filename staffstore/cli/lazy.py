@@ -12,7 +12,7 @@ command, imports them all; shell completion of a command's name imports none.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
 import typer
@@ -33,11 +33,18 @@ class ExtensionError(RuntimeError):
     """A command module adds other commands than EXTENSIONS says it does."""
 
 
+def register_extensions(target: typer.Typer, names: Sequence[str]) -> None:
+    """Import each named module and let it add its commands to `target`, at once (the root
+    command imports EXTENSIONS' modules as they are used instead)."""
+    for name in names:
+        importlib.import_module(name).register(target)
+
+
 def extension_commands(module: str, make_holder: Callable[[], typer.Typer]) -> dict[str, Command]:
     """Import `module`, let its `register` add its commands to a Typer made by `make_holder`
     (with the root's settings, which typer builds the commands with), and return them."""
     holder = make_holder()
-    importlib.import_module(module).register(holder)
+    register_extensions(holder, [module])
     commands = dict(typer.main.get_group(holder).commands)
     for command in commands.values():
         tidy_help(command)
@@ -91,7 +98,3 @@ class LazyCommands(MutableMapping[str, "Command"]):
 
     def __len__(self) -> int:
         return len(self._commands.keys() | self._owner.keys())
-
-    def loaded(self) -> dict[str, Command]:
-        """The commands imported so far (reading them imports nothing)."""
-        return dict(self._commands)
