@@ -212,6 +212,49 @@ async def test_a_changed_tense_is_a_changed_requirement_that_names_its_words(
     assert (decision.asked_only, decision.stored_only) == (["will"], ["did"])
 
 
+@pytest.mark.parametrize(
+    ("question", "text", "slot", "asked_only", "stored_only"),
+    [
+        (
+            "Which port does the billing api listen on?",
+            "which port does the billing api listen on in staging?",
+            "environment", ["staging"], [],
+        ),
+        (
+            "Who owns the payments runbook?",
+            "who owns the payments runbook for the EU region?",
+            "environment", ["eu"], [],
+        ),
+    ],
+)  # fmt: skip
+async def test_a_slot_the_second_look_finds_is_a_changed_requirement_naming_it(
+    store: StaffStore,
+    put: PutClaim,
+    question: str,
+    text: str,
+    slot: str,
+    asked_only: list[str],
+    stored_only: list[str],
+) -> None:
+    claim = await put(question, "the stored answer")
+    decision = await ask(store, text)
+    assert (decision.outcome, decision.reason, decision.differs_in) == (
+        "miss", "changed_requirement", slot)  # fmt: skip
+    assert decision.claim_id == claim.id
+    assert (decision.asked_only, decision.stored_only) == (asked_only, stored_only)
+
+
+async def test_a_reworded_turn_the_pair_model_scores_low_stays_below_threshold(
+    store: StaffStore, put: PutClaim
+) -> None:
+    # No slot differs: the miss is the score's, explained against the threshold it missed.
+    await put("How do I rotate the staging database password?", "the stored answer")
+    decision = await ask(store, "what's the process for changing the staging db credentials?")
+    assert (decision.outcome, decision.reason, decision.differs_in) == (
+        "miss", "below_threshold", None)  # fmt: skip
+    assert decision.threshold is not None and (decision.score or 0.0) < decision.threshold
+
+
 async def test_unrelated_question_misses(store: StaffStore, stored: dict[str, Claim]) -> None:
     assert (await ask(store, "What is the capital of France?")).outcome == "miss"
 

@@ -12,7 +12,8 @@ reason code a person can read:
     no_candidate         no stored question shares its words
     below_threshold      the nearest stored question asks something else
     changed_requirement  nearly the stored question, but a number, version, name, platform,
-                         date, negation or repository differs
+                         date, negation, repository or another slot differs (`differs_in`
+                         names the slot the second look found)
     word_order           the same words in an order that changes the meaning
     stale                the matching claim is superseded, expired, from another revision, or
                          made on another day than the "yesterday" (week, month, ...) it names
@@ -37,7 +38,7 @@ from ..store.rows import as_of
 from ..text.interning import QUESTIONS_CACHED
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
-from ..text.slots import numbers_differ, topic_reading
+from ..text.slots import SLOTS, numbers_differ, topic_reading
 from ..text.words import words
 from .relative_time import same_period
 from .scoring import DEFAULT_BUDGET, Assessment, default_model
@@ -128,6 +129,30 @@ def _miss(
         claim_id=claim.id if claim else None,
         asked_only=asked_only or [],
         stored_only=stored_only or [],
+        threshold=threshold,
+        budget=budget,
+        differs_in=differs_in,
+    )
+
+
+def _explained(
+    reason: str,
+    score: float | None,
+    claim: Claim,
+    assessment: Assessment,
+    *,
+    threshold: float | None = None,
+    budget: float | None = None,
+    differs_in: str | None = None,
+) -> Decision:
+    """A miss explained by the second look's reading of `claim`: the words, or the slot's
+    values, that only one side has."""
+    return _miss(
+        reason,
+        score,
+        claim,
+        asked_only=list(assessment.asked_only),
+        stored_only=list(assessment.stored_only),
         threshold=threshold,
         budget=budget,
         differs_in=differs_in,
@@ -344,14 +369,30 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
             if reason == "below_threshold" and looked is not None and looked[1].probability:
                 # Explain the miss against the question the second look scored highest.
                 claim, assessment = looked
-                return _miss(
+                return _explained(
                     "below_threshold",
                     assessment.probability,
                     claim,
-                    asked_only=list(assessment.asked_only),
-                    stored_only=list(assessment.stored_only),
+                    assessment,
                     threshold=default_model().threshold_for(budget, claim.question),
                     budget=budget,
+                )
+            if (
+                reason == "below_threshold"
+                and looked is not None
+                and looked[0].id == claim.id
+                and looked[1].reason in SLOTS
+            ):
+                # The second look read the nearest question and found another value in one of
+                # its slots ("in staging" against none): another requirement, as the reason's
+                # definition and the gate card say, shown with the slot's values.
+                assessment = looked[1]
+                return _explained(
+                    "changed_requirement",
+                    nearest.similarity,
+                    claim,
+                    assessment,
+                    differs_in=assessment.reason,
                 )
             return _miss(
                 reason,

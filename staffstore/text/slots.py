@@ -351,6 +351,14 @@ class Slots:
         share_sets(self)
 
 
+#: Every slot `differences` can name: a requirement of the question (what it asks about, when,
+#: where, how much, of which thing) that two questions must share to be one.
+SLOTS = frozenset({
+    "focus", "negation", "polarity", "environment", "quantifier", "aggregate", "time",
+    "frequency", "number_or_date", "degree", "name", "identifier",
+})  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Difference:
     """A slot in which two questions differ, with what each side says in it."""
@@ -1122,6 +1130,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
             assert isinstance(value, frozenset | tuple)
             return tuple(sorted(str(v) for v in value))
 
+        assert slot in SLOTS, slot
         found.append(Difference(slot, shown(mine), shown(theirs)))
 
     # A bare "what" is compatible with asking for a quantity or a degree, and with a bare
