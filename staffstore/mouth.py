@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from .errors import UpstreamError
-from .gate import query_first, reuse_kept_sync
+from .gate import KeptCandidates, kept_candidates, query_first
 from .gate.kept_reuse import prompt_to_keep
 from .gate.relative_time import same_period
 from .identity import content_hash
@@ -288,10 +288,16 @@ async def ensure_mouth(
             # No claim answers it: a paid answer to a reworded form of it, asked under the
             # same context, may, when the gate accepts its question as it would a claim's.
             found = context
-            reused, kept = await store.run_read(
-                lambda sync: reuse_kept_sync(
+            prompts = await store.run_read(
+                lambda sync: kept_candidates(
                     sync, turn, ASK_NAMESPACE, found, max_age=cache.max_age
                 )
+            )
+            # Scored as query_first scores its second look: on a thread, no read held.
+            reused, kept = (
+                await asyncio.to_thread(prompts.decide)
+                if isinstance(prompts, KeptCandidates)
+                else (prompts, None)
             )
             if kept is not None:
                 return await _serve_kept(store, turn, kept, reused, finish, session_id)

@@ -398,6 +398,16 @@ def _latency(p50: float, p99: float, p999: float, worst: float, rate: float) -> 
     return {"p50_ms": p50, "p99_ms": p99, "p999_ms": p999, "max_ms": worst, "per_second": rate}
 
 
+def _open_hits(latency: dict[str, float], service_p999: float, lag_p99: float) -> dict[str, Any]:
+    """The open loop's hits at 200 a second: their latency, from the write and the send lag."""
+    return {
+        **latency,
+        "offered_per_second": 200.0,
+        "service": {"p999_ms": service_p999},
+        "send_lag_ms": {"p99": lag_p99},
+    }
+
+
 def _closed_loop() -> dict[str, dict[str, float]]:
     return {
         "claim_hit": _latency(1.234, 2.5, 9.876, 12.0, 700.0),
@@ -463,14 +473,14 @@ def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
         "proxy_startup_seconds": 3.25,
         "open_loop": {
             "clients": 50,
-            "claim_hit": {
-                **_latency(1.5, 4.0, 8.25, 9.5, 200.0),
-                "offered_per_second": 200.0,
-                "service": {"p999_ms": 7.5},
-                "send_lag_ms": {"p99": 1.25},
-            },
+            "claim_hit": _open_hits(_latency(1.5, 4.0, 8.25, 9.5, 200.0), 7.5, 1.25),
             "bare_starlette": _latency(0.5, 1.0, 2.0, 2.5, 200.0),
             "miss": {**_latency(10.0, 30.0, 60.0, 70.0, 25.0), "offered_per_second": 25.0},
+        },
+        "open_loop_mixed": {
+            "clients": 50,
+            "claim_hit": _open_hits(_latency(2.5, 6.0, 12.5, 14.0, 200.0), 11.0, 1.5),
+            "miss": {**_latency(12.0, 35.0, 65.0, 75.0, 25.0), "offered_per_second": 25.0},
         },
         "resident_mib": {
             "before_first_request": 250.2,
@@ -496,8 +506,12 @@ def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
         "| 8.00 / 20.00 / 40.00 ms | 0.40 / 0.80 ms | 700 / 90 |"
     ) in text
     assert (
-        "| 1,000,000 | 50, 200 / 25 | 1.50 / 4.00 / 8.25 / 9.50 ms | 0.50 / 2.00 ms "
+        "| 1,000,000 | 50, 200 / 25, each alone | 1.50 / 4.00 / 8.25 / 9.50 ms | 0.50 / 2.00 ms "
         "| 10.00 / 30.00 / 60.00 / 70.00 ms | 7.50 ms, 1.25 ms |"
+    ) in text
+    assert (
+        "| 1,000,000 | 50, 200 / 25, at once | 2.50 / 6.00 / 12.50 / 14.00 ms | - "
+        "| 12.00 / 35.00 / 65.00 / 75.00 ms | 11.00 ms, 1.50 ms |"
     ) in text
     assert (
         "| 1,000,000 | 495 MiB / 513 MiB | 3.25 s | 250 MiB / 330 MiB after 10,000 requests "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from staffstore.gate import query_first
+from staffstore.gate import Candidates, look_up, query_first
 from staffstore.gate.scoring import (
     DEFAULT_BUDGET,
     Form,
@@ -988,3 +988,27 @@ async def test_a_turn_whose_it_points_at_its_own_topic_is_no_follow_up(
     assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
     # With no topic of its own, the same "it" points at an earlier turn.
     assert (await ask(store, "what's the message retention period on it?")).reason == "follow_up"
+
+
+async def test_the_lookups_read_what_the_second_look_scores_once_the_read_is_over(
+    put: PutClaim, store: StaffStore
+) -> None:
+    await put("Why did the nightly backup fail on Sunday?", "The disk filled up.")
+    await put("Which port does the billing api listen on?", "8443.")
+
+    async def looked_up(turn: Turn) -> Decision | Candidates:
+        return await store.run_read(lambda sync: look_up(sync, turn))
+
+    # The strict test settles these in the read: the decision comes back, nothing to score.
+    for text in ("Why did the nightly backup fail on Sunday?", "", "and why?"):
+        assert isinstance(await looked_up(Turn(owner="alice", text=text)), Decision)
+    # These it does not: the candidates come back, and their decision is query_first's.
+    for text in (
+        "nightly backup sunday failed why",
+        "which port does the billing api listen on in staging?",
+        "what port is the billing service on?",
+    ):
+        turn = Turn(owner="alice", text=text, gate_budget=LOOSE)
+        found = await looked_up(turn)
+        assert isinstance(found, Candidates) and found.claims
+        assert found.decide() == await query_first(store, turn)

@@ -385,11 +385,7 @@ def test_promoting_a_paid_answer_makes_paraphrases_hit(
     server: Server, fake: FakeOpenRouter
 ) -> None:
     paid = server.post(ask("what does the gate check first"))
-    promoted = server.post(
-        {"receipt_id": paid.headers["x-staffstore-receipt"], "owner": "alice"},
-        key=ADMIN_KEYS["alice"],
-        path="/staffstore/claims",
-    )
+    promoted = server.promote(paid)
     assert promoted.status_code == 201
     assert promoted.json()["source"] == "chat"
     response = server.post(ask("what does the gate check first?"))

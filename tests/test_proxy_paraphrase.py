@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from test_proxy_support import ADMIN_KEYS, BOB_ADMIN_KEY, BOB_KEY, Server, ask, running_proxy
 
+from staffstore.gate.scoring import default_model
 from staffstore.testing import FakeOpenRouter
 
 
@@ -179,3 +180,26 @@ def test_the_config_switch_turns_it_off(tmp_path: Path) -> None:
         assert len(fake.chat_requests) == 2
         assert other.headers["x-staffstore-outcome"] == "miss"
         assert repeat.headers["x-staffstore-reason"] == "exact_repeat"
+
+
+def test_a_claim_the_second_look_serves_names_the_paid_call_it_was_promoted_from(
+    tmp_path: Path,
+) -> None:
+    # The second look is scored after the lookups' read connection is given back; the paid
+    # call behind the claim it serves is read afterwards, and still priced on the receipt.
+    loosest = max(default_model().budgets)
+    with running_proxy(tmp_path / "loose.db", gate_budget=loosest) as loose:
+        fake = loose.upstream.reset()
+        paid = loose.post(ask("Why did the nightly backup fail on Sunday?"))
+        promoted = loose.promote(paid)
+        assert promoted.status_code == 201
+        served = loose.post(ask("nightly backup sunday failed why"))
+        assert len(fake.chat_requests) == 1
+        headers = served.headers
+        assert (headers["x-staffstore-outcome"], headers["x-staffstore-reason"]) == (
+            "hit", "paraphrase")  # fmt: skip
+        assert headers["x-staffstore-source"] == "claim"
+        assert headers["x-staffstore-claim"] == promoted.json()["id"]
+        receipt = loose.receipt("alice", headers["x-staffstore-receipt"])
+        assert receipt.served_from == paid.headers["x-staffstore-receipt"]
+        assert receipt.avoided_cost_usd == 0.0001

@@ -130,6 +130,14 @@ class Server:
         ) as response:
             yield response
 
+    def promote(self, paid: httpx.Response, owner: str = "alice") -> httpx.Response:
+        """Promote the paid answer of response `paid` to a claim of `owner` (their admin key)."""
+        return self.post(
+            {"receipt_id": paid.headers["x-staffstore-receipt"], "owner": owner},
+            key=ADMIN_KEYS[owner],
+            path="/staffstore/claims",
+        )
+
     def get(self, path: str, *, key: str | None = ALICE_KEY) -> httpx.Response:
         headers = {"authorization": f"Bearer {key}"} if key is not None else {}
         return httpx.get(self.root + path, headers=headers, timeout=10)

@@ -6,12 +6,23 @@ May import models, errors, text and store; never upstream, mouth, proxy, cli or 
 gate knows nothing of HTTP or of the model it saves a call to.
 """
 
-from .kept_reuse import reuse_kept_sync
-from .query_first import decide, points_elsewhere, query_first, query_first_sync
+from .kept_reuse import KeptCandidates, kept_candidates, reuse_kept_sync
+from .query_first import (
+    Candidates,
+    decide,
+    look_up,
+    points_elsewhere,
+    query_first,
+    query_first_sync,
+)
 from .scoring import warm_up
 
 __all__ = [
+    "Candidates",
+    "KeptCandidates",
     "decide",
+    "kept_candidates",
+    "look_up",
     "points_elsewhere",
     "query_first",
     "query_first_sync",

@@ -16,6 +16,7 @@ that leans on a conversation (the caller passes only context-free turns).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..models import Claim, Decision, Turn
@@ -69,6 +70,30 @@ def _kept(owner: str, namespace: str, found: PromptCandidate) -> KeptAnswer:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class KeptCandidates:
+    """A turn with the kept prompts that may answer it (each read as a claim), read from the
+    store: the gate's decision among them (`decide`) reads nothing more."""
+
+    turn: Turn
+    namespace: str
+    claims: list[Claim]
+    found: dict[str, PromptCandidate]
+
+    def decide(self) -> tuple[Decision, KeptAnswer | None]:
+        """The gate's decision among the kept prompts; on a hit, the kept answer it serves.
+
+        The decision never names a claim (claim_id and claim are None): what it served is the
+        kept answer returned beside it."""
+        decision = decide(self.turn, self.claims)
+        served = self.found.get(decision.claim_id or "") if decision.hit else None
+        # The decision as the gate made it, less the claim it names: a kept answer is not one.
+        unnamed = decision.model_copy(update={"claim_id": None, "claim": None})
+        if served is None:
+            return unnamed, None
+        return unnamed, _kept(self.turn.owner, self.namespace, served)
+
+
 def reuse_kept_sync(
     store: SyncStore,
     turn: Turn,
@@ -79,13 +104,25 @@ def reuse_kept_sync(
 ) -> tuple[Decision, KeptAnswer | None]:
     """The gate's decision for a context-free turn among the kept answers asked under the
     same context (it only reads: StaffStore.run_read): on a hit, the kept answer it serves.
+    A server calls `kept_candidates` on a read connection and `KeptCandidates.decide` off it."""
+    found = kept_candidates(store, turn, namespace, context_key, max_age=max_age)
+    return (found, None) if isinstance(found, Decision) else found.decide()
 
-    The decision never names a claim (claim_id and claim are None): what it served is the
-    kept answer returned beside it. `max_age` (seconds) leaves out answers kept longer ago.
-    """
+
+def kept_candidates(
+    store: SyncStore,
+    turn: Turn,
+    namespace: str,
+    context_key: str,
+    *,
+    max_age: float | None = None,
+) -> Decision | KeptCandidates:
+    """The kept prompts of a context-free turn's owner, namespace and context that may answer
+    it, or the miss when none may (it only reads). `max_age` (seconds) leaves out answers kept
+    longer ago."""
     refused = unaskable(turn)
     if refused is not None:
-        return refused, None
+        return refused
     now = turn.now or datetime.now(UTC)
     found = store.kept_prompt_candidates(
         turn.owner, namespace, context_key, asked_tokens(turn.text),
@@ -105,13 +142,7 @@ def reuse_kept_sync(
         if key not in usable or candidate.created_at > usable[key].created_at:
             usable[key] = candidate
     if not usable:
-        return Decision(outcome="miss", reason="no_candidate"), None
+        return Decision(outcome="miss", reason="no_candidate")
     by_id = {_ID_PREFIX + c.receipt_id: c for c in usable.values()}
     claims = [_as_claim(turn.owner, c, turn) for c in usable.values()]
-    decision = decide(turn, claims)
-    served = by_id.get(decision.claim_id or "") if decision.hit else None
-    # The decision as the gate made it, less the claim it names: a kept answer is not one.
-    unnamed = decision.model_copy(update={"claim_id": None, "claim": None})
-    if served is None:
-        return unnamed, None
-    return unnamed, _kept(turn.owner, namespace, served)
+    return KeptCandidates(turn, namespace, claims, by_id)

@@ -26,9 +26,11 @@ When in doubt, miss: a miss costs one model call, a false hit costs trust.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -438,20 +440,45 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
     )
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """A turn the strict test did not settle, with every stored question its second look may
+    read: what query_first reads from the store before the second look, which reads nothing
+    more and so can score them after the read connection is given back (`decide`)."""
+
+    turn: Turn
+    claims: list[Claim]
+
+    def decide(self) -> Decision:
+        return decide(self.turn, self.claims)
+
+
 async def query_first(store: StaffStore, turn: Turn) -> Decision:
     """Return the stored claim that answers this turn, or a miss with its reason."""
     refused = unaskable(turn)
     if refused is not None:
         return refused
-    # The whole lookup runs on the store's read thread: its queries and the decision between
+    # The lookups run on a store's read thread: its queries and the strict decision between
     # them cost one round trip, where a trip per query cost the event loop several, and no
-    # write the store is making holds it up (it only reads).
-    return await store.run_read(lambda sync: query_first_sync(sync, turn))
+    # write the store is making holds it up (it only reads). The second look, tens of
+    # milliseconds of scoring, runs on a thread of its own, holding no read connection.
+    found = await store.run_read(lambda sync: look_up(sync, turn))
+    if isinstance(found, Decision):
+        return found
+    return await asyncio.to_thread(found.decide)
 
 
 def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
-    """query_first as one synchronous call, for work run inside StaffStore.run_read (the
-    proxy looks up an exact repeat and the claims in the same round trip). It only reads."""
+    """query_first as one synchronous call, for work run inside StaffStore.run_read. It only
+    reads, but holds the read connection while the second look scores: a server calls
+    `look_up` there and `Candidates.decide` elsewhere."""
+    found = look_up(store, turn)
+    return found if isinstance(found, Decision) else found.decide()
+
+
+def look_up(store: SyncStore, turn: Turn) -> Decision | Candidates:
+    """query_first's reads: the decision when the strict test settles the turn (or no lookup
+    is needed), else the candidates for the second look to score. It only reads."""
     refused = unaskable(turn)
     if refused is not None:
         return refused
@@ -459,7 +486,7 @@ def query_first_sync(store: SyncStore, turn: Turn) -> Decision:
     decision = decide(turn, candidates, second_look=False)
     if decision.reason not in _WIDEN_ON:
         return decision
-    return decide(turn, candidates + widened_candidates(store, turn, candidates, some_words))
+    return Candidates(turn, candidates + widened_candidates(store, turn, candidates, some_words))
 
 
 def first_candidates(store: SyncStore, turn: Turn) -> tuple[list[Claim], list[tuple[str, int]]]:

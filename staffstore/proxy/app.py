@@ -33,7 +33,8 @@ Every write goes through one writer task (writer.py): the store's one writing SQ
 connection is shared by every request, and a transaction must not take in another request's
 statements. (The leases on calls do not: each is one statement that opens no transaction, run
 on the writer's thread right after the lookup.) The lookups themselves only read, and run on
-the store's read connections (StaffStore.run_read), which no write holds up.
+the store's read connections (StaffStore.run_read), which no write holds up; a miss's second
+look, which reads nothing more, is scored on the gate's own threads once they are given back.
 Once the upstream has been paid, nothing stops its receipt: a store locked by another process
 delays it (the writer keeps it and retries), text the store cannot hold is made storable.
 """
@@ -45,6 +46,7 @@ import contextlib
 import hmac
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -69,7 +71,7 @@ from ..errors import (
     UpstreamTimeoutError,
     UpstreamUnreachableError,
 )
-from ..gate import query_first_sync, reuse_kept_sync, warm_up
+from ..gate import Candidates, KeptCandidates, kept_candidates, look_up, warm_up
 from ..gate.kept_reuse import prompt_to_keep
 from ..identity import content_hash
 from ..models import Decision, NewClaim, Receipt, ReceiptStatus, Role, Turn, utcnow
@@ -139,6 +141,10 @@ H_AGENT = "x-staffstore-agent"
 H_SHOULD_RETRY = "x-should-retry"
 
 _REDACTED = "[redacted]"
+#: How many misses' second looks are scored at once: as many as the store's readers that
+#: scored them before (sqlite_engine.READERS). The pair model releases the GIL while it runs,
+#: so two can use both cores of a small machine.
+GATE_THREADS = 2
 _SESSIONS_REMEMBERED = 100_000
 #: A turn's text longer than this is kept in its session's messages only, not in its receipt
 #: as well: a pasted 8 MiB log is stored once. (Such a receipt cannot be promoted to a claim,
@@ -224,6 +230,7 @@ class Proxy:
         self._store: StaffStore | None = None
         self._upstream: OpenRouter | None = None
         self._writer: Writer | None = None
+        self._gate: ThreadPoolExecutor | None = None
         # Session ids by (owner, name): sessions are never renamed or deleted, and this saves
         # a database round trip on every request of a known conversation.
         self._sessions: dict[tuple[str, str], str] = {}
@@ -281,6 +288,10 @@ class Proxy:
         started = time.perf_counter()
         await asyncio.to_thread(warm_up)
         self.metrics.warmed_up(time.perf_counter() - started)
+        # The second look's scoring, tens of milliseconds a miss, on threads of its own: on the
+        # read connections it kept a lookup waiting behind it whenever every one of them held
+        # a miss.
+        self._gate = ThreadPoolExecutor(GATE_THREADS, thread_name_prefix="staffstore-gate")
         # SQLite's checkpoints copy the WAL back with an fsync: a thread of their own, not a
         # request. (PostgreSQL checkpoints in its own server.)
         checkpointer = None
@@ -296,11 +307,12 @@ class Proxy:
             self.metrics.collection_pauses.stop()
             thaw_startup_heap()
             await self._writer.close()
+            await asyncio.to_thread(self._gate.shutdown)
             await http.aclose()
             if checkpointer is not None:
                 await asyncio.to_thread(checkpointer.stop)
             await self._store.close()
-            self._store = self._upstream = self._writer = None
+            self._store = self._upstream = self._writer = self._gate = None
 
     async def _apply_kept_retention(self, days: float) -> None:
         """Delete the kept answers past the retention (and expired ones), as the server starts."""
@@ -540,8 +552,11 @@ class Proxy:
         # trip, to the writer's thread, to claim its call.
         budget, lock_timeout = self.config.gate_budget, self.store.lock_timeout
         reuse = self.config.paraphrase_reuse
-        decision, kept, origin = await self.store.run_read(
+        found = await self.store.run_read(
             lambda store: _answer_from_store(store, owner, chat, budget, reuse)
+        )
+        decision, kept, origin = (
+            await self._scored(owner, found) if isinstance(found, _ToScore) else found
         )
         if decision.hit or lease is None:
             return decision, kept, origin, None
@@ -551,6 +566,19 @@ class Proxy:
         if isinstance(standing, KeptAnswer):
             return _exact_repeat(standing), standing, standing.origin, None
         return decision, None, None, standing
+
+    async def _scored(self, owner: str, work: _ToScore) -> Answer:
+        """The second look, scored on a gate thread, so that no lookup waits for a read
+        connection while it runs; for a claim it serves, the paid call it was promoted from."""
+        loop = asyncio.get_running_loop()
+        decision, kept = await loop.run_in_executor(_running(self._gate), work.decide)
+        if kept is not None:
+            return decision, kept, kept.origin
+        claim_id = decision.claim_id
+        if decision.hit and claim_id is not None:
+            origin = await self.store.run_read(lambda store: store.claim_origin(owner, claim_id))
+            return decision, None, origin
+        return decision, None, None
 
     async def _wait_for_answer(
         self, turn: _Turn, chat: ChatRequest, decision: Decision, lease: CallLease
@@ -937,36 +965,63 @@ def _exact_repeat(kept: KeptAnswer) -> Decision:
 _NO_REUSE_AFTER = frozenset({"empty", "too_long", "follow_up"})
 
 
+#: What the store answers a request with: the decision, the kept answer it serves (if one) and
+#: the paid call whose answer it serves (if known).
+Answer = tuple[Decision, KeptAnswer | None, PaidOrigin | None]
+
+
+@dataclass(frozen=True)
+class _ToScore:
+    """A request's lookups, read, with the second look still to score, which reads nothing
+    more: the claims' candidates (or their miss) and, for a context-free request, the kept
+    prompts a reworded question may reuse."""
+
+    claims: Candidates | Decision
+    kept: KeptCandidates | None
+
+    def decide(self) -> tuple[Decision, KeptAnswer | None]:
+        """The decision over the claims, else over the kept prompts; a miss keeps the claims'
+        reason."""
+        decision = self.claims if isinstance(self.claims, Decision) else self.claims.decide()
+        if decision.hit or self.kept is None or decision.reason in _NO_REUSE_AFTER:
+            return decision, None
+        reused, found = self.kept.decide()
+        return (reused, found) if found is not None else (decision, None)
+
+
 def _answer_from_store(
     store: SyncStore,
     owner: str,
     chat: ChatRequest,
     gate_budget: float | None = None,
     paraphrase_reuse: bool = True,
-) -> tuple[Decision, KeptAnswer | None, PaidOrigin | None]:
+) -> Answer | _ToScore:
     """A kept answer, else the gate's decision over the claims, else (a context-free request)
     over the kept answers asked under its context; on a hit, the paid call whose answer it
-    serves (its cost prices what the hit saved). A miss keeps the claims' reason. It only
-    reads (StaffStore.run_read)."""
+    serves (its cost prices what the hit saved). Where the strict test does not settle it,
+    what the second look scores (_ToScore). It only reads (StaffStore.run_read)."""
     kept = kept_answer_for(store, owner, chat)
     if kept is not None:
         return _exact_repeat(kept), kept, kept.origin
     if chat.claims_refused is not None or chat.turn is None:
         return Decision(outcome="miss", reason=chat.claims_refused or "not_text"), None, None
     turn = Turn(owner=owner, text=chat.turn, gate_budget=gate_budget)
-    decision = query_first_sync(store, turn)
-    if decision.hit and decision.claim_id is not None:
-        return decision, None, store.claim_origin(owner, decision.claim_id)
+    claims = look_up(store, turn)
+    if isinstance(claims, Decision) and claims.hit and claims.claim_id is not None:
+        return claims, None, store.claim_origin(owner, claims.claim_id)
+    settled = isinstance(claims, Decision) and claims.reason in _NO_REUSE_AFTER
     reusable = chat.context_key is not None and not chat.controls.no_paraphrase
-    if paraphrase_reuse and reusable and decision.reason not in _NO_REUSE_AFTER:
+    prompts = None
+    if paraphrase_reuse and reusable and not settled:
         assert chat.context_key is not None
         controls = chat.controls
-        reused, found = reuse_kept_sync(
+        found = kept_candidates(
             store, turn, controls.namespace, chat.context_key, max_age=controls.max_age
         )
-        if found is not None:
-            return reused, found, found.origin
-    return decision, None, None
+        prompts = found if isinstance(found, KeptCandidates) else None
+    if isinstance(claims, Decision) and prompts is None:
+        return claims, None, None
+    return _ToScore(claims, prompts)
 
 
 def _utf8_size(text: str | None) -> int:

@@ -83,24 +83,28 @@ def pair_model_rows(ledger: dict[str, Any]) -> list[list[str]]:
 
 
 def open_rows(ledger: dict[str, Any]) -> list[list[str]]:
-    """One row per store size: the open loop's latency at its offered rates (none for a ledger
-    written before the open loop was measured)."""
+    """Rows per store size: the open loop's latency at its offered rates, hits and misses each
+    alone and (where measured) both at once; none for a ledger written before the open loop
+    was measured."""
     rows = []
     for result in ledger["results"]:
-        f = result.get("open_loop")
-        if f is None:
-            continue
-        hit, miss = f["claim_hit"], f["miss"]
-        rows.append(
-            [
-                f"{result['claims']:,}",
-                f"{f['clients']}, {hit['offered_per_second']:g} / {miss['offered_per_second']:g}",
-                _ms(hit, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
-                _ms(f["bare_starlette"], "p50_ms", "p999_ms"),
-                _ms(miss, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
-                f"{hit['service']['p999_ms']:.2f} ms, {hit['send_lag_ms']['p99']:.2f} ms",
-            ]
-        )
+        alone, mixed = result.get("open_loop"), result.get("open_loop_mixed")
+        for when, f in (("each alone", alone), ("at once", mixed)):
+            if f is None:
+                continue
+            hit, miss = f["claim_hit"], f["miss"]
+            bare = f.get("bare_starlette")
+            rows.append(
+                [
+                    f"{result['claims']:,}",
+                    f"{f['clients']}, {hit['offered_per_second']:g} / "
+                    f"{miss['offered_per_second']:g}, {when}",
+                    _ms(hit, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
+                    "-" if bare is None else _ms(bare, "p50_ms", "p999_ms"),
+                    _ms(miss, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
+                    f"{hit['service']['p999_ms']:.2f} ms, {hit['send_lag_ms']['p99']:.2f} ms",
+                ]
+            )
     return rows
 
 
