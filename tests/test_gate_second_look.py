@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from staffstore.gate import Candidates, look_up, query_first
+from staffstore.gate import Candidates, look_up, query_first, query_first_sync
 from staffstore.gate.scoring import (
     DEFAULT_BUDGET,
     Form,
@@ -999,6 +999,9 @@ async def test_the_lookups_read_what_the_second_look_scores_once_the_read_is_ove
     async def looked_up(turn: Turn) -> Decision | Candidates:
         return await store.run_read(lambda sync: look_up(sync, turn))
 
+    async def in_one_call(turn: Turn) -> Decision:
+        return await store.run_read(lambda sync: query_first_sync(sync, turn))
+
     # The strict test settles these in the read: the decision comes back, nothing to score.
     for text in ("Why did the nightly backup fail on Sunday?", "", "and why?"):
         assert isinstance(await looked_up(Turn(owner="alice", text=text)), Decision)
@@ -1012,3 +1015,5 @@ async def test_the_lookups_read_what_the_second_look_scores_once_the_read_is_ove
         found = await looked_up(turn)
         assert isinstance(found, Candidates) and found.claims
         assert found.decide() == await query_first(store, turn)
+        # In one call, holding the read connection while it scores, it decides the same.
+        assert found.decide() == await in_one_call(turn)
