@@ -479,6 +479,7 @@ def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
         },
         "open_loop_mixed": {
             "clients": 50,
+            "miss_connections": 20,
             "claim_hit": _open_hits(_latency(2.5, 6.0, 12.5, 14.0, 200.0), 11.0, 1.5),
             "miss": {**_latency(12.0, 35.0, 65.0, 75.0, 25.0), "offered_per_second": 25.0},
         },
@@ -510,7 +511,7 @@ def test_report_quotes_the_proxy_at_scale_ledger(tmp_path: Path) -> None:
         "| 10.00 / 30.00 / 60.00 / 70.00 ms | 7.50 ms, 1.25 ms |"
     ) in text
     assert (
-        "| 1,000,000 | 50, 200 / 25, at once | 2.50 / 6.00 / 12.50 / 14.00 ms | - "
+        "| 1,000,000 | 50 + 20, 200 / 25, at once | 2.50 / 6.00 / 12.50 / 14.00 ms | - "
         "| 12.00 / 35.00 / 65.00 / 75.00 ms | 11.00 ms, 1.50 ms |"
     ) in text
     assert (

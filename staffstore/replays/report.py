@@ -730,9 +730,9 @@ def _scale_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             "Open loop: requests due on a fixed schedule (Poisson arrivals at the rates shown, "
             "under the closed loop's throughput above), each timed from when it was due, so a "
             "stall counts against every request due during it. Hits and misses are sent each "
-            "alone, then both at once (each on its own connections), as a server meets them: "
-            "a hit may then arrive while misses are being scored. The hits' p99.9 target is "
-            "judged on both:",
+            "alone, then both at once (hits + misses on connections of their own), as a server "
+            "meets them: a hit may then arrive while misses are being scored. The hits' p99.9 "
+            "target is judged on both:",
             "",
             *_table(OPEN_HEADINGS, OPEN_ALIGN, opened),
         ]

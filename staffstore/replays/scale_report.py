@@ -94,10 +94,12 @@ def open_rows(ledger: dict[str, Any]) -> list[list[str]]:
                 continue
             hit, miss = f["claim_hit"], f["miss"]
             bare = f.get("bare_starlette")
+            # At once, the misses have connections of their own beside the hits'.
+            apart = f" + {f['miss_connections']}" if "miss_connections" in f else ""
             rows.append(
                 [
                     f"{result['claims']:,}",
-                    f"{f['clients']}, {hit['offered_per_second']:g} / "
+                    f"{f['clients']}{apart}, {hit['offered_per_second']:g} / "
                     f"{miss['offered_per_second']:g}, {when}",
                     _ms(hit, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
                     "-" if bare is None else _ms(bare, "p50_ms", "p999_ms"),
