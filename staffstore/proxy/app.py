@@ -34,7 +34,7 @@ connection is shared by every request, and a transaction must not take in anothe
 statements. (The leases on calls do not: each is one statement that opens no transaction, run
 on the writer's thread right after the lookup.) The lookups themselves only read, and run on
 the store's read connections (StaffStore.run_read), which no write holds up; a miss's second
-look, which reads nothing more, is scored on the gate's own threads once they are given back.
+look, which reads nothing more, is scored on the gate's own thread once they are given back.
 Once the upstream has been paid, nothing stops its receipt: a store locked by another process
 delays it (the writer keeps it and retries), text the store cannot hold is made storable.
 """
@@ -141,10 +141,12 @@ H_AGENT = "x-staffstore-agent"
 H_SHOULD_RETRY = "x-should-retry"
 
 _REDACTED = "[redacted]"
-#: How many misses' second looks are scored at once: as many as the store's readers that
-#: scored them before (sqlite_engine.READERS). The pair model releases the GIL while it runs,
-#: so two can use both cores of a small machine.
-GATE_THREADS = 2
+#: How many misses' second looks are scored at once. One: the alignment's Python holds the
+#: GIL, and two scorings at once kept hits waiting for it. With hits and misses at once (100
+#: and 12.5 a second, 100,000 claims, three 45-s runs each on a 2-core machine), one thread
+#: served hits at p99 27 / 20 / 20 ms against 47 / 35 / 39 ms with two, and misses no slower
+#: (p99 133 / 124 / 123 ms against 142 / 126 / 145 ms).
+GATE_THREADS = 1
 _SESSIONS_REMEMBERED = 100_000
 #: A turn's text longer than this is kept in its session's messages only, not in its receipt
 #: as well: a pasted 8 MiB log is stored once. (Such a receipt cannot be promoted to a claim,
@@ -288,9 +290,9 @@ class Proxy:
         started = time.perf_counter()
         await asyncio.to_thread(warm_up)
         self.metrics.warmed_up(time.perf_counter() - started)
-        # The second look's scoring, tens of milliseconds a miss, on threads of its own: on the
-        # read connections it kept a lookup waiting behind it whenever every one of them held
-        # a miss.
+        # The second look's scoring, tens of milliseconds a miss, on a thread of its own: on
+        # the read connections it kept a lookup waiting behind it whenever every one of them
+        # held a miss.
         self._gate = ThreadPoolExecutor(GATE_THREADS, thread_name_prefix="staffstore-gate")
         # SQLite's checkpoints copy the WAL back with an fsync: a thread of their own, not a
         # request. (PostgreSQL checkpoints in its own server.)
