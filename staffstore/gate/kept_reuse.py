@@ -72,26 +72,27 @@ def _kept(owner: str, namespace: str, found: PromptCandidate) -> KeptAnswer:
 
 @dataclass(frozen=True)
 class KeptCandidates:
-    """A turn with the kept prompts that may answer it (each read as a claim), read from the
-    store: the gate's decision among them (`decide`) reads nothing more."""
+    """A turn with the kept prompts that may answer it, read from the store: the gate's
+    decision among them (`decide`, each read as a claim) reads nothing more."""
 
     turn: Turn
     namespace: str
-    claims: list[Claim]
-    found: dict[str, PromptCandidate]
+    prompts: list[PromptCandidate]
 
     def decide(self) -> tuple[Decision, KeptAnswer | None]:
         """The gate's decision among the kept prompts; on a hit, the kept answer it serves.
 
         The decision never names a claim (claim_id and claim are None): what it served is the
         kept answer returned beside it."""
-        decision = decide(self.turn, self.claims)
-        served = self.found.get(decision.claim_id or "") if decision.hit else None
+        owner = self.turn.owner
+        decision = decide(self.turn, [_as_claim(owner, c, self.turn) for c in self.prompts])
+        by_id = {_ID_PREFIX + c.receipt_id: c for c in self.prompts}
+        served = by_id.get(decision.claim_id or "") if decision.hit else None
         # The decision as the gate made it, less the claim it names: a kept answer is not one.
         unnamed = decision.model_copy(update={"claim_id": None, "claim": None})
         if served is None:
             return unnamed, None
-        return unnamed, _kept(self.turn.owner, self.namespace, served)
+        return unnamed, _kept(owner, self.namespace, served)
 
 
 def reuse_kept_sync(
@@ -143,6 +144,4 @@ def kept_candidates(
             usable[key] = candidate
     if not usable:
         return Decision(outcome="miss", reason="no_candidate")
-    by_id = {_ID_PREFIX + c.receipt_id: c for c in usable.values()}
-    claims = [_as_claim(turn.owner, c, turn) for c in usable.values()]
-    return KeptCandidates(turn, namespace, claims, by_id)
+    return KeptCandidates(turn, namespace, list(usable.values()))
