@@ -62,9 +62,9 @@ def read_set(sync: Any, text: str) -> tuple[list[Any], list[Any]]:
     """The candidates query_first's lookup returns for a turn (widened as on a miss), and those
     its strict test and second look read: the gate's own functions, not a copy of them."""
     turn = Turn(owner=OWNER, text=text, now=CLOCK)
-    found, some_words = first_candidates(sync, turn)
+    found, some_words, names = first_candidates(sync, turn)
     found += widened_candidates(sync, turn, found, some_words)
-    compared = compared_candidates(text, found)
+    compared = compared_candidates(text, found, names)
     strict = [claim for claim, c in compared if c.same_question]
     return found, strict + [claim for claim, _c in second_look_candidates(text, compared)]
 

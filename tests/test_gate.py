@@ -244,6 +244,50 @@ async def test_a_slot_the_second_look_finds_is_a_changed_requirement_naming_it(
     assert (decision.asked_only, decision.stored_only) == (asked_only, stored_only)
 
 
+GARLO_Q = "Which queue version does the rudenqua service pin for garlo?"
+
+
+async def test_a_slip_of_one_name_into_another_is_served_where_only_one_is_a_name(
+    store: StaffStore, put: PutClaim
+) -> None:
+    claim = await put(GARLO_Q, "the stored answer")
+    decision = await ask(store, "Which queue version does the rudenqua service pin for garvo?")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)  # "garvo": a slip
+
+
+async def test_a_name_of_the_store_is_not_a_slip_for_another_of_its_names(
+    store: StaffStore, put: PutClaim
+) -> None:
+    # The store also asks about "garvo": it is a name there, and "garlo" is another one.
+    claim = await put(GARLO_Q, "the stored answer")
+    await put("Where is the garvo service deployed?", "another answer")
+    decision = await ask(store, "Which queue version does the rudenqua service pin for garvo?")
+    assert (decision.outcome, decision.reason, decision.differs_in) == (
+        "miss", "changed_requirement", "name")  # fmt: skip
+    assert decision.claim_id == claim.id
+    assert (decision.asked_only, decision.stored_only) == (["garvo"], ["garlo"])
+
+
+async def test_a_name_of_another_owner_is_still_read_as_a_slip(
+    store: StaffStore, put: PutClaim
+) -> None:
+    # Only the asking owner's questions make a word a name: another owner's store is not read.
+    claim = await put(GARLO_Q, "the stored answer")
+    await put("Where is the garvo service deployed?", "another answer", owner="bob")
+    decision = await ask(store, "Which queue version does the rudenqua service pin for garvo?")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+
+
+async def test_two_questions_about_other_made_up_names_are_two_questions(
+    store: StaffStore, put: PutClaim
+) -> None:
+    claim = await put("Which shita version does fenlin pin for denlotri?", "the stored answer")
+    decision = await ask(store, "Which vota version does bexne pin for fenlin? thanks")
+    assert (decision.outcome, decision.reason, decision.differs_in) == (
+        "miss", "changed_requirement", "name")  # fmt: skip
+    assert decision.claim_id == claim.id
+
+
 async def test_a_reworded_turn_the_pair_model_scores_low_stays_below_threshold(
     store: StaffStore, put: PutClaim
 ) -> None:

@@ -88,6 +88,25 @@ async def test_a_near_miss_is_not_served(store: StaffStore) -> None:
     assert model.calls == 2 and other.source == "model"
 
 
+GARLO = "Which queue version does the rudenqua service pin for garlo?"
+GARVO = "Which queue version does the rudenqua service pin for garvo?"
+
+
+async def test_a_slip_into_a_name_no_kept_prompt_uses_is_served(store: StaffStore) -> None:
+    model = Model()
+    paid = await ask(store, model, GARLO)
+    reused = await ask(store, model, GARVO, at=timedelta(minutes=1))
+    assert model.calls == 1 and reused.answer == paid.answer  # "garvo": a slip of "garlo"
+
+
+async def test_a_name_another_kept_prompt_uses_is_not_a_slip(store: StaffStore) -> None:
+    model = Model()
+    await ask(store, model, GARLO)
+    await ask(store, model, "Where is the garvo service deployed?", at=timedelta(minutes=1))
+    other = await ask(store, model, GARVO, at=timedelta(minutes=2))
+    assert model.calls == 3 and other.source == "model"
+
+
 async def test_an_old_question_is_found_behind_many_newer_ones_sharing_a_word(
     store: StaffStore,
 ) -> None:

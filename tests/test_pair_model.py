@@ -107,19 +107,14 @@ def overruling(*refusals: str) -> GateModel:
     return GateModel({**params, "pair": {**params["pair"], "overrules": list(refusals)}})
 
 
-#: A word swapped for an unrelated one, a name or a made-up word. The alignment refuses it; the
-#: pair model, given each question without its frame, may overrule that, and scores these far
-#: under the default budget's threshold. (Read whole, it scored the two request-wrapped ones
-#: 0.979 and 0.980: the store benchmark's turns like them were served 34 times in 200.)
+#: A word swapped for an unrelated one, a name or a made-up word against a common word. The
+#: alignment refuses it; the pair model, given each question without its frame, may overrule
+#: that, and scores these far under the default budget's threshold.
 SUBSTITUTIONS = [
     ("What caused the Airflow webserver outage on June 12?",
-     "What caused the Airflow scheduler outage on June 12?"),
-    ("About the webserver: what caused the outage on June 12?",
-     "What caused the scheduler outage on June 12?"),
-    ("Could you tell me where is the oxtri miru defined in talinqua?",
+     "What caused the Airflow database outage on June 12?"),
+    ("Could you tell me where is the oxtri miru defined in the gateway?",
      "Where is the oxtri miru defined in linpol?"),
-    ("Could you tell me which oxpol version does zedsenbex pin for denquata?",
-     "Which oxpol version does zedsenbex pin for polox?"),
 ]  # fmt: skip
 
 
@@ -132,6 +127,31 @@ def test_a_word_swapped_for_an_unrelated_one_is_not_served(asked: str, stored: s
     # the alignment's refusal, which the parameters let the pair model overrule
     without = overruling("reordering", "common_swap")
     assert without.assess(asked, stored).reason == "substitution"
+
+
+#: Uncommon words swapped on both sides: two names. The pair model is not asked (read whole, it
+#: scored the two request-wrapped ones 0.979 and 0.980, and the store benchmark's turns like
+#: them were served 34 times in 200; given them bare, it still served one such pair at 0.961).
+NAME_SWAPS = [
+    ("What caused the Airflow webserver outage on June 12?",
+     "What caused the Airflow scheduler outage on June 12?"),
+    ("About the webserver: what caused the outage on June 12?",
+     "What caused the scheduler outage on June 12?"),
+    ("Could you tell me where is the oxtri miru defined in talinqua?",
+     "Where is the oxtri miru defined in linpol?"),
+    ("Could you tell me which oxpol version does zedsenbex pin for denquata?",
+     "Which oxpol version does zedsenbex pin for polox?"),
+    ("Which vota version does bexne pin for fenlin?",
+     "Which shita version does fenlin pin for denlotri?"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("asked", "stored"), NAME_SWAPS)
+def test_a_name_swapped_for_another_is_refused_without_the_pair_model(
+    asked: str, stored: str
+) -> None:
+    found = default_model().assess(asked, stored)
+    assert (found.reason, found.pair_probability, found.probability) == ("name", None, None)
 
 
 def test_a_swap_between_questions_that_share_only_a_number_stays_refused() -> None:
@@ -184,7 +204,8 @@ def test_warm_up_runs_the_pair_model_before_any_turn_needs_it() -> None:
 #: One near miss (another host) in the frames people put around a question, and what the pair
 #: model is given of it. As written, the shipped model scored the bare pair 0.081 and these
 #: 0.971-0.986: it had learned a frame as a sign of a paraphrase (tools/fit_gate.py,
-#: PAIR_READS). An embedded question keeps its order ("why the backup fails").
+#: PAIR_READS). An embedded question keeps its order ("why the backup fails"). Two made-up
+#: host names are now a `name` veto before any score; the model's reading is checked alone.
 FRAMED_NEAR_MISSES = [
     ("Could you tell me why the nightly backup fails on dbhost?",
      "Why the nightly backup fails on dbhost?"),
@@ -203,26 +224,27 @@ FRAMED_NEAR_MISSES = [
 def test_a_frame_around_a_near_miss_does_not_get_it_served(asked: str, given: str) -> None:
     stored = "Why does the nightly backup fail on webhost?"
     model = default_model()
+    threshold = model.threshold_for(DEFAULT_BUDGET, stored)
     found = model.assess(asked, stored)
-    assert found.reason is None  # made-up host names: no slot and no refusal tells them apart
-    assert found.pair_probability is not None
-    assert found.pair_probability < model.threshold_for(DEFAULT_BUDGET, stored)
-    assert (found.probability or 0.0) < model.threshold_for(DEFAULT_BUDGET, stored)
-    # The model is given the question alone: the frame is not there to lift it.
-    alone = default_pair_model().probabilities(given, [stored])[0]
-    assert found.pair_probability == pytest.approx(alone, abs=1e-6)
+    # Refused as two names, or (where the lead-in's common word is among the swapped ones)
+    # scored under the threshold.
+    assert found.reason == "name" or (found.probability or 0.0) < threshold
+    # The model is given the question alone, and the frame is not there to lift it.
+    assert model.pair is not None and model.pair.text(asked) == given
+    assert default_pair_model().probabilities(given, [stored])[0] < threshold
 
 
 def test_the_pair_model_reads_what_the_parameters_say() -> None:
+    # A made-up host against a common word: a substitution the pair model may overrule.
     asked = "Could you tell me why the nightly backup fails on dbhost?"
-    stored = "Why does the nightly backup fail on webhost?"
+    stored = "Why does the nightly backup fail on the primary?"
     params = default_model().params
     assert params["pair"]["reads"] == "bare"
     as_written = GateModel({**params, "pair": {**params["pair"], "reads": "as_written"}})
     bare = default_model().assess(asked, stored).pair_probability
     written = as_written.assess(asked, stored).pair_probability
     assert bare is not None and written is not None
-    assert written > 0.9 > 0.5 > bare  # the frame's lift, as the shipped model reads it written
+    assert written > 0.5 > 0.1 > bare  # the frame's lift (0.80 against 0.02 when measured)
     with pytest.raises(GateParamsError, match="unknown pair reading"):
         GateModel({**params, "pair": {**params["pair"], "reads": "lower"}})
 

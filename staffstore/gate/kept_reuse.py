@@ -24,7 +24,7 @@ from ..store.fts_tokens import fts_tokens
 from ..store.kept_prompts import KeptPrompt, PromptCandidate
 from ..store.sync_store import KeptAnswer, SyncStore
 from ..text.matching import normalize
-from .query_first import MAX_TURN_CHARS, decide, unaskable
+from .query_first import MAX_TURN_CHARS, decide, store_names, unaskable
 from .relative_time import same_period
 
 #: How many kept prompts, those sharing the most words with the turn first, the gate reads.
@@ -78,6 +78,8 @@ class KeptCandidates:
     turn: Turn
     namespace: str
     prompts: list[PromptCandidate]
+    #: The turn's words that are names among the scope's kept prompts (store_names).
+    names: frozenset[str] = frozenset()
 
     def decide(self) -> tuple[Decision, KeptAnswer | None]:
         """The gate's decision among the kept prompts; on a hit, the kept answer it serves.
@@ -85,7 +87,8 @@ class KeptCandidates:
         The decision never names a claim (claim_id and claim are None): what it served is the
         kept answer returned beside it."""
         owner = self.turn.owner
-        decision = decide(self.turn, [_as_claim(owner, c, self.turn) for c in self.prompts])
+        claims = [_as_claim(owner, c, self.turn) for c in self.prompts]
+        decision = decide(self.turn, claims, names=self.names)
         by_id = {_ID_PREFIX + c.receipt_id: c for c in self.prompts}
         served = by_id.get(decision.claim_id or "") if decision.hit else None
         # The decision as the gate made it, less the claim it names: a kept answer is not one.
@@ -125,7 +128,7 @@ def kept_candidates(
     if refused is not None:
         return refused
     now = turn.now or datetime.now(UTC)
-    found = store.kept_prompt_candidates(
+    found, held = store.kept_prompt_candidates(
         turn.owner, namespace, context_key, asked_tokens(turn.text),
         limit=KEPT_CANDIDATES, max_age=max_age, now=now,
     )  # fmt: skip
@@ -144,4 +147,17 @@ def kept_candidates(
             usable[key] = candidate
     if not usable:
         return Decision(outcome="miss", reason="no_candidate")
-    return KeptCandidates(turn, namespace, list(usable.values()))
+    return KeptCandidates(turn, namespace, list(usable.values()), _names(turn.text, held))
+
+
+def _names(text: str, held: frozenset[str]) -> frozenset[str]:
+    """The turn's words that are names among the kept prompts of its scope: those whose every
+    FTS5 token some kept prompt there holds (`held`), as store_names reads the claims'."""
+    asked = normalize(text)
+    typed = dict(asked.spellings)
+    known = frozenset(
+        word
+        for word in asked.search_words
+        if (tokens := fts_tokens(typed.get(word, word))) and held.issuperset(tokens)
+    )
+    return store_names(asked, known)

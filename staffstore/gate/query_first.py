@@ -41,6 +41,7 @@ from ..text.interning import QUESTIONS_CACHED
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
 from ..text.slots import SLOTS, numbers_differ, topic_reading
+from ..text.spelling import is_common_word, typo_close
 from ..text.words import words
 from .relative_time import same_period
 from .scoring import DEFAULT_BUDGET, Assessment, default_model
@@ -227,10 +228,33 @@ _COMPARISONS_CACHED = 512
 
 
 @lru_cache(maxsize=_COMPARISONS_CACHED)
-def _comparison(text: str, question: str, agent: str | None) -> Comparison:
+def _comparison(text: str, question: str, agent: str | None, names: frozenset[str]) -> Comparison:
     """The strict comparison of a turn with a stored question. Cached: on a miss, the lookup
     widens and decides again over the first candidates and the new ones."""
-    return compare(_naming_the_agent(normalize(text), text, agent), normalize(question))
+    return compare(_naming_the_agent(normalize(text), text, agent), normalize(question), names)
+
+
+def store_names(turn: Normalized, known: frozenset[str]) -> frozenset[str]:
+    """The turn's words that are names in the store it is asked of: words of the owner's
+    questions (`known`, as the store counts them) that are not common English as the turn
+    typed them. Such a word is never read as a keyboard slip for another: in a store that
+    holds questions about the services "garvo" and "garlo", each is a name, and serving one's
+    answer to the other was a false hit of the store benchmark (100,000 claims). A common word
+    needs no such care (a slip between two common words is never forgiven), and a store's
+    stored questions keep their askers' typos, which a correctly typed common word should
+    still find."""
+    typed = dict(turn.spellings)
+    return frozenset(word for word in known if not is_common_word(typed.get(word, word).casefold()))
+
+
+def _renamed(comparison: Comparison, names: frozenset[str]) -> tuple[str, str] | None:
+    """A name of the store that the turn asks about where the stored question has another
+    name a slip away (the turn's, the stored question's), else None."""
+    for name in sorted(comparison.extra & names):
+        for other in sorted(comparison.missing):
+            if typo_close(name, other):
+                return name, other
+    return None
 
 
 def _has_digit(word: str) -> bool:
@@ -265,15 +289,25 @@ def second_look_candidates(
 
 
 def _second_look(
-    turn: Turn, compared: list[tuple[Claim, Comparison]], budget: float
+    turn: Turn,
+    compared: list[tuple[Claim, Comparison]],
+    budget: float,
+    names: frozenset[str] = frozenset(),
 ) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
     """Score the nearest candidates the strict test refused. Returns the claims whose score
     reaches the budget's threshold for their form (the best one and its restatements), and the
     nearest assessment."""
     model = default_model()
     nearest = second_look_candidates(turn.text, compared)
-    # The slots and the alignment read each candidate, then the pair model those let through.
-    found = model.assess_many(turn.text, [claim.question for claim, _c in nearest])
+    # A candidate that names another of the store's names a slip away from the turn's is
+    # another question, as a slot that differs is: its alignment would read the two names as
+    # one word, and no score is asked.
+    renamed = [_renamed(c, names) for _claim, c in nearest]
+    # The slots and the alignment read each other candidate, then the pair model those let
+    # through.
+    open_ = [claim.question for (claim, _c), r in zip(nearest, renamed, strict=True) if r is None]
+    read = iter(model.assess_many(turn.text, open_))
+    found = [next(read) if r is None else Assessment("name", (r[0],), (r[1],)) for r in renamed]
     assessed = [(claim, a) for (claim, _c), a in zip(nearest, found, strict=True)]
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]
     best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
@@ -329,20 +363,29 @@ def _most_alike(text: str, candidates: Sequence[Claim], limit: int) -> Sequence[
     return sorted(candidates, key=shared, reverse=True)[:limit]
 
 
-def compared_candidates(text: str, candidates: Sequence[Claim]) -> list[tuple[Claim, Comparison]]:
+def compared_candidates(
+    text: str, candidates: Sequence[Claim], names: frozenset[str] = frozenset()
+) -> list[tuple[Claim, Comparison]]:
     """The candidates the strict test reads (those sharing most of the turn's words), each with
-    its comparison."""
+    its comparison; `names` as store_names gives them."""
     return [
-        (claim, _comparison(text, claim.question, claim.agent))
+        (claim, _comparison(text, claim.question, claim.agent, names))
         for claim in _most_alike(text, candidates, MAX_COMPARED)
     ]
 
 
-def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True) -> Decision:
+def decide(
+    turn: Turn,
+    candidates: Sequence[Claim],
+    *,
+    second_look: bool = True,
+    names: frozenset[str] = frozenset(),
+) -> Decision:
     """The gate's decision for a turn among candidate claims (all of one owner).
 
     Without `second_look`, only the strict test runs: for a caller that will widen the lookup
-    on a miss and decide again, where the second look is worth its cost once.
+    on a miss and decide again, where the second look is worth its cost once. `names`: the
+    turn's words that are names in the owner's store (store_names), never read as slips.
     """
     now = turn.now or datetime.now(UTC)
     asked = normalize(turn.text)
@@ -351,7 +394,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
     self_contained = names_its_subject(turn.text)
     if _FOLLOW_UP_OPENING.match(turn.text) or (points_elsewhere(turn.text) and not self_contained):
         return _miss("follow_up")
-    compared = compared_candidates(turn.text, candidates)
+    compared = compared_candidates(turn.text, candidates, names)
     same = [(claim, c.similarity) for claim, c in compared if c.same_question]
     budget = DEFAULT_BUDGET if turn.gate_budget is None else turn.gate_budget
     if not same:
@@ -366,7 +409,7 @@ def decide(turn: Turn, candidates: Sequence[Claim], *, second_look: bool = True)
             # retention period on it?"), not at an earlier turn.
             reason = "below_threshold"
         if reason != "follow_up" and second_look:
-            same, looked = _second_look(turn, compared, budget)
+            same, looked = _second_look(turn, compared, budget, names)
         if not same:
             if reason == "below_threshold" and looked is not None and looked[1].probability:
                 # Explain the miss against the question the second look scored highest.
@@ -448,9 +491,11 @@ class Candidates:
 
     turn: Turn
     claims: list[Claim]
+    #: The turn's words that are names in the owner's store (store_names).
+    names: frozenset[str] = frozenset()
 
     def decide(self) -> Decision:
-        return decide(self.turn, self.claims)
+        return decide(self.turn, self.claims, names=self.names)
 
 
 async def query_first(store: StaffStore, turn: Turn) -> Decision:
@@ -482,27 +527,33 @@ def look_up(store: SyncStore, turn: Turn) -> Decision | Candidates:
     refused = unaskable(turn)
     if refused is not None:
         return refused
-    candidates, some_words = first_candidates(store, turn)
-    decision = decide(turn, candidates, second_look=False)
+    candidates, some_words, names = first_candidates(store, turn)
+    decision = decide(turn, candidates, second_look=False, names=names)
     if decision.reason not in _WIDEN_ON:
         return decision
-    return Candidates(turn, candidates + widened_candidates(store, turn, candidates, some_words))
+    widened = widened_candidates(store, turn, candidates, some_words)
+    return Candidates(turn, candidates + widened, names)
 
 
-def first_candidates(store: SyncStore, turn: Turn) -> tuple[list[Claim], list[tuple[str, int]]]:
-    """The questions with the turn's content, or holding every one of its rarest words, and
-    the turn's rarer words with their counts (for widening)."""
+def first_candidates(
+    store: SyncStore, turn: Turn
+) -> tuple[list[Claim], list[tuple[str, int]], frozenset[str]]:
+    """The questions with the turn's content, or holding every one of its rarest words; the
+    turn's rarer words with their counts (for widening); and its words that are names in the
+    owner's store (store_names)."""
     asked = normalize(turn.text)
     # Questions with the same content, or holding every word of the turn, first: fast and
     # usually enough. Only when none asks the same question do we widen to questions with all
     # but one of the rarest words, to forgive a typo and to find the nearest question for an
     # honest miss reason.
-    some_words, all_known = store.rarest_words(
-        turn.owner, asked.search_words, keep=max(LOOKUP_WORDS, SIMILAR_WORDS)
+    searched = asked.search_words
+    some_words, known = store.rarest_words(
+        turn.owner, searched, keep=max(LOOKUP_WORDS, SIMILAR_WORDS)
     )
+    all_known = len(known) == len(set(searched))
     rare = [word for word, _count in some_words[:LOOKUP_WORDS]]
     candidates = store.candidate_claims(turn.owner, asked.key, rare if all_known else [])
-    return candidates, some_words
+    return candidates, some_words, store_names(asked, known)
 
 
 def widened_candidates(

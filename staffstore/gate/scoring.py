@@ -4,7 +4,8 @@ A turn and a stored question are first read slot by slot (text/slots.py): a diff
 number, name, identifier, polarity, focus and the like makes them two questions, whatever else
 they share; a slot is a veto no score overrules. Then their subjects are aligned
 (text/alignment.py), which names the words only one side has (the explanation a miss shows) and
-refuses two words that traded places or a word swapped for an unrelated one. What remains is
+refuses two words that traded places or a word swapped for an unrelated one; made-up words
+swapped for other made-up words are two names, a veto like a slot's. What remains is
 scored. Two scorers exist: gradient-boosted trees over the alignment's measures (fitted by
 tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder that reads both
 questions together. The gate parameters say how they combine (PairSpec). As shipped, the
@@ -352,6 +353,8 @@ class GateModel:
             return read
         asked, stored, alignment = read
         swap = substitution(alignment, self.filler)
+        if swap.renamed:  # a veto like a slot's: no score overrules it
+            return Assessment("name", tuple(swap.asked_only), tuple(swap.stored_only))
         if swap.unrelated:
             return Assessment(
                 "substitution",

@@ -49,7 +49,11 @@ METHOD = (
     "similarity, word rarity, learned filler words that a paraphrase adds or drops; an "
     'acronym typed in capitals against the words whose initials it takes, "FRT" / "first '
     'response time"), and refuses two words that traded places, a reordering beyond one '
-    "moved phrase (`word_order`) and a word swapped for an unrelated one (`substitution`). "
+    "moved phrase (`word_order`) and a word swapped for an unrelated one (`substitution`); "
+    "words outside the common-words list swapped on both sides, none a slip or a part of "
+    'another, name two things ("which vota version does bexne pin" / "which shita version '
+    'does fenlin pin", "the webserver outage" / "the scheduler outage"): a `name` '
+    "difference, a veto like a slot's. "
     "Before it refuses an order, it reads the pair again with a topic put where its "
     'question points at it ("the ALB\'s target group: how many targets does it have?" as '
     '"how many targets does the ALB\'s target group have?") and with a possessive unfolded '
@@ -201,8 +205,8 @@ def _scorer(params: dict[str, Any]) -> str:
         f"that share a word beside it that is not a number{swaps_refused}, and so does a swap "
         "between questions that share only a number",
         "substitution": "a `substitution` is a word swapped for one the word similarity "
-        "finds unrelated, a name or a made-up word too, between two questions that share a "
-        "word beside it that is not a number",
+        "finds unrelated, a name or a made-up word against a common word too, between two "
+        "questions that share a word beside it that is not a number",
     }
     overruled = (
         f"; it may overrule the alignment's {' and '.join(f'`{r}`' for r in overrules)} "

@@ -208,10 +208,12 @@ class KeptPromptTables:
         limit: int,
         max_age: float | None = None,
         now: datetime | None = None,
-    ) -> list[PromptCandidate]:
+    ) -> tuple[list[PromptCandidate], frozenset[str]]:
         """The owner's kept prompts in this namespace and context that hold any of `tokens`
         (FTS5 unicode61 tokens), whose kept answer is unexpired and no older than `max_age`
-        seconds: at most `limit`, those sharing the rarest tokens first, then the newest.
+        seconds: at most `limit`, those sharing the rarest tokens first, then the newest. And
+        which of the tokens read some kept prompt of theirs holds, whatever its answer's age
+        (the gate reads these as the scope's own words: query_first.store_names).
 
         Two reads: the newest prompts of the scope holding each token (every one of them for
         a token fewer prompts hold than a token's share of PER_LOOKUP_IDS), ranked here by
@@ -222,7 +224,7 @@ class KeptPromptTables:
         """
         wanted = lookup_tokens(tokens)
         if not wanted or limit < 1:
-            return []
+            return [], frozenset()
         scope = prompt_scope(owner, namespace, context_key)
         per_token = max(MIN_PER_TOKEN, min(MAX_PER_TOKEN, PER_LOOKUP_IDS // len(wanted)))
         holding = newest_holding(
@@ -257,7 +259,7 @@ class KeptPromptTables:
                 if tuple(row[:3]) == (owner, namespace, context_key)
             }
             found += [_candidate(by_id[pid]) for pid in block if pid in by_id]
-        return found[:limit]
+        return found[:limit], frozenset(token for token, ids in holding.items() if ids)
 
 
 def _candidate(row: Sequence[Any]) -> PromptCandidate:

@@ -152,16 +152,17 @@ class SyncStore(
 
     def rarest_words(
         self, owner: str, words: Sequence[str], *, keep: int = 3
-    ) -> tuple[list[tuple[str, int]], bool]:
+    ) -> tuple[list[tuple[str, int]], frozenset[str]]:
         """The `keep` rarest of `words` among the owner's questions with their counts, and
-        whether every word occurs in some question (else no question can hold them all).
+        which of `words` occur in some question at all (when not every one does, no question
+        can hold them all).
 
         Looking candidates up by their rarest words keeps FTS5 off the long doclists of
         common words, which are what make a lookup slow.
         """
         unique = sorted(set(words))
         if not unique:
-            return [], True
+            return [], frozenset()
         marks = ", ".join("?" for _ in unique)
         counts = dict(
             self.fetchall(
@@ -170,7 +171,7 @@ class SyncStore(
             )
         )
         known = sorted(counts, key=lambda w: (counts[w], w))[:keep]
-        return [(word, counts[word]) for word in known], len(counts) == len(unique)
+        return [(word, counts[word]) for word in known], frozenset(counts)
 
     def compact_claim_index(self) -> None:
         """Merge the claims' full-text index after a bulk write, in one write transaction."""

@@ -194,13 +194,16 @@ def normalize(text: str) -> Normalized:
 MAX_TYPOS = 2
 
 
-def align(turn: Normalized, claim: Normalized) -> list[str] | None:
+def align(
+    turn: Normalized, claim: Normalized, names: frozenset[str] = frozenset()
+) -> list[str] | None:
     """Map each turn content word onto the claim's content, allowing typos.
 
     A slip is judged on the words as folded and as typed: stemming can hide one ("cahce" and
     "cache" fold to "cahc" and "cach"). A word with no close counterpart stays as it is (a
     rephrasing may add one, such as "of"); None when too many words differ or a slip could be
-    either of two claim words.
+    either of two claim words. A word in `names` is never a slip: the store the claim comes
+    from uses it as a word of its own ("garvo" beside "garlo", two services).
     """
     claim_set = claim.content_set
     if len(turn.content_set - claim_set) > MAX_TYPOS:
@@ -208,7 +211,7 @@ def align(turn: Normalized, claim: Normalized) -> list[str] | None:
     typed, claim_typed = dict(turn.spellings), dict(claim.spellings)
     mapped: list[str] = []
     for word in turn.content:
-        if word in claim_set:
+        if word in claim_set or word in names:
             mapped.append(word)
             continue
         spelled = typed.get(word, word)
@@ -264,13 +267,14 @@ class Comparison:
     order_ok: bool
 
 
-def compare(turn: Normalized, claim: Normalized) -> Comparison:
-    """Decide whether the turn asks the stored question; say what differs when it does not."""
+def compare(turn: Normalized, claim: Normalized, names: frozenset[str] = frozenset()) -> Comparison:
+    """Decide whether the turn asks the stored question; say what differs when it does not.
+    `names`: the turn's words that are names where the claim is stored (see align)."""
     similarity = _similarity(turn, claim)
     if turn.makers or claim.makers:
         turn, claim = _without_lone_makers(turn, claim)
     turn = _compounds_as_in(turn, claim)
-    mapped = align(turn, claim)
+    mapped = align(turn, claim, names)
     if mapped is not None and not turn.content_set <= claim.content_set:
         mapped = _same_beside(mapped, claim)
     if mapped is None:
