@@ -324,3 +324,18 @@ def test_analyses_share_their_recurring_sets_spellings_and_typed_words() -> None
     assert one.spellings[3] is other.spellings[3]
     focus = slots("where is the retry budget defined").focus
     assert focus and focus is slots("where is the alert threshold defined").focus
+
+
+def test_a_name_of_the_store_is_no_slip_but_keeps_its_other_spellings() -> None:
+    def same(asked: str, stored: str, names: frozenset[str]) -> bool:
+        return compare(normalize(asked), normalize(stored), names).same_question
+
+    garvo, garlo = "Which version does garvo pin?", "Which version does garlo pin?"
+    assert same(garvo, garlo, frozenset())  # a slip of the keyboard
+    assert not same(garvo, garlo, frozenset({"garvo"}))  # a name where the claim is stored
+    # Another spelling of a name is the name: British and American, with or without accents.
+    favourite, favorite = "What is your favourite flower?", "What is your favorite flower?"
+    assert same(favourite, favorite, normalize(favourite).content_set - {"flower"})
+    pokemon = "What is your favorite legendary Pokémon and why?"
+    assert "pokémon" in normalize(pokemon).content_set
+    assert same(pokemon, pokemon.replace("Pokémon", "pokemon"), frozenset({"pokémon"}))

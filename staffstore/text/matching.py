@@ -202,8 +202,9 @@ def align(
     A slip is judged on the words as folded and as typed: stemming can hide one ("cahce" and
     "cache" fold to "cahc" and "cach"). A word with no close counterpart stays as it is (a
     rephrasing may add one, such as "of"); None when too many words differ or a slip could be
-    either of two claim words. A word in `names` is never a slip: the store the claim comes
-    from uses it as a word of its own ("garvo" beside "garlo", two services).
+    either of two claim words. A word in `names` is never a slip (only another spelling of
+    it, British or American, with or without accents, is the same word): the store the claim
+    comes from uses it as a word of its own ("garvo" beside "garlo", two services).
     """
     claim_set = claim.content_set
     if len(turn.content_set - claim_set) > MAX_TYPOS:
@@ -211,11 +212,13 @@ def align(
     typed, claim_typed = dict(turn.spellings), dict(claim.spellings)
     mapped: list[str] = []
     for word in turn.content:
-        if word in claim_set or word in names:
+        if word in claim_set:
             mapped.append(word)
             continue
-        spelled = typed.get(word, word)
-        close = [c for c in claim_set if same_word(word, spelled, c, claim_typed.get(c, c))]
+        spelled, slip = typed.get(word, word), word not in names
+        close = [
+            c for c in claim_set if same_word(word, spelled, c, claim_typed.get(c, c), slip=slip)
+        ]
         if len(close) > 1:
             return None
         mapped.append(close[0] if close else word)

@@ -10,6 +10,7 @@ where it comes from). British and American spellings of one word ("colour" / "co
 from __future__ import annotations
 
 import gzip
+import unicodedata
 from functools import cache
 from importlib import resources
 
@@ -73,12 +74,23 @@ def typo_close(a: str, b: str) -> bool:
     return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
-def same_word(folded: str, typed: str, claim_folded: str, claim_typed: str) -> bool:
+def without_accents(word: str) -> str:
+    """The word with its letters' accents dropped ("Pokémon" -> "Pokemon")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def same_word(
+    folded: str, typed: str, claim_folded: str, claim_typed: str, *, slip: bool = True
+) -> bool:
     """A turn word and a claim word that are one word: a slip of the keyboard that makes no
     other common word ("cahce" / "cache", but not "house" / "horse"), or one word's British and
-    American spellings ("colour" / "color", "travelled" / "traveled")."""
+    American spellings ("colour" / "color", "travelled" / "traveled"). Without `slip`, only
+    two spellings of one word count: those, and of the slips, one that only drops or adds an
+    accent ("Pokémon" / "pokemon")."""
     if spelling_variants(typed, claim_typed):
         return True
+    if not slip and without_accents(typed).casefold() != without_accents(claim_typed).casefold():
+        return False
     if not (typo_close(folded, claim_folded) or typo_close(typed, claim_typed)):
         return False
     return typed == claim_typed or not (is_common_word(typed) and is_common_word(claim_typed))
