@@ -66,7 +66,7 @@ from bench_proxy import (
 from bench_proxy import (
     _summary as proxy_summary,
 )
-from bench_store import SYLLABLES, file_mib, measure_import, write_claims
+from bench_store import file_mib, measure_import, near_miss_word, write_claims
 
 ROOT = Path(__file__).resolve().parent.parent
 METRICS_KEY = "sk-bench-metrics"
@@ -293,24 +293,20 @@ def _summary(times: list[float]) -> dict[str, float]:
     }
 
 
-def unseen_word(rng: random.Random) -> str:
-    # Four syllables: the stored questions' words have two or three (bench_store.word).
-    return "".join(rng.choice(SYLLABLES) for _ in range(4))
-
-
 def hits_and_misses(
     questions: list[str], hits: int, misses: int, seed: int
 ) -> tuple[list[bytes], list[str]]:
     """`hits` stored questions as a client would type them (lower case, no question mark),
-    and `misses` others with their last word changed for one never stored; all different, so
-    no answer is served from an earlier request's kept answer or a cache of one question."""
+    and `misses` others with their last word changed for a common word, which no stored
+    question has (bench_store.near_miss_word); all different, so no answer is served from an
+    earlier request's kept answer or a cache of one question."""
     rng = random.Random(seed + 2)
     chosen = rng.sample(questions, min(hits + misses, len(questions)))
     hit_bodies = [_ask(q.lower().rstrip("?")) for q in chosen[:hits]]
     miss_texts = []
     for question in chosen[hits:]:
         words = question.split()
-        words[-1] = unseen_word(rng) + "?"
+        words[-1] = near_miss_word(rng) + "?"
         miss_texts.append(" ".join(words))
     return hit_bodies, miss_texts
 

@@ -55,6 +55,22 @@ def word(rng: random.Random) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
 
 
+#: What a near miss puts in place of a stored question's last word: a common English word. For
+#: another made-up word the gate would settle the turn without its pair model (two made-up names
+#: are a `name` veto), and misses would cost less here than a near miss in real words does. Each
+#: has two letters no syllable has (c, j, w, y), so none is one slip of the keyboard from a
+#: stored word (a common word one letter from a made-up name is forgiven as a slip: "garden" /
+#: "garsen", a false hit of an earlier list).
+NEAR_MISS_WORDS = (
+    "window", "policy", "privacy", "journey", "subway", "highway", "weekly", "crowd",
+    "switch", "yellow", "agency", "cycle", "fancy", "cowboy", "jewelry", "yearly",
+)  # fmt: skip
+
+
+def near_miss_word(rng: random.Random) -> str:
+    return rng.choice(NEAR_MISS_WORDS)
+
+
 def claims_of(count: int, seed: int) -> Iterator[dict[str, str]]:
     """`count` synthetic claims, each question asked once, one at a time."""
     rng = random.Random(seed)
@@ -97,20 +113,20 @@ def write_claims(path: Path, count: int, seed: int) -> list[str]:
 
 
 def make_queries(questions: Sequence[str], count: int, seed: int) -> list[str]:
-    """Half ask a stored question in other words; half change one word of one (misses)."""
+    """Half ask a stored question in other words; half change its last word (misses)."""
     return [asked for asked, _question in asked_about(questions, count, seed)]
 
 
 def asked_about(questions: Sequence[str], count: int, seed: int) -> list[tuple[str, str]]:
-    """make_queries's turns, each with the question it asks: a stored one, or one with a word
-    changed (which is a miss, unless it happens to be stored as well)."""
+    """make_queries's turns, each with the question it asks: a stored one, or one with its last
+    word changed for a common word (a miss: no stored question has one there)."""
     rng = random.Random(seed + 1)
     queries = []
     for index in range(count):
         question = rng.choice(questions)
         if index % 2:
             words = question.split()
-            words[-1] = word(rng) + "?"
+            words[-1] = near_miss_word(rng) + "?"
             question = " ".join(words)
         asked = rng.choice(ASKING).format(q=question, lower=question.lower())
         queries.append((asked, question))
