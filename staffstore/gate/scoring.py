@@ -4,8 +4,8 @@ A turn and a stored question are first read slot by slot (text/slots.py): a diff
 number, name, identifier, polarity, focus and the like makes them two questions, whatever else
 they share; a slot is a veto no score overrules. Then their subjects are aligned
 (text/alignment.py), which names the words only one side has (the explanation a miss shows) and
-refuses two words that traded places or a word swapped for an unrelated one; made-up words
-swapped for other made-up words are two names, a veto like a slot's. What remains is
+refuses two words that traded places or a word swapped for an unrelated one; uncommon words
+swapped for uncommon words on both sides are two names, a veto like a slot's. What remains is
 scored. Two scorers exist: gradient-boosted trees over the alignment's measures (fitted by
 tools/fit_gate.py), and the pair model (pair_model.py), a small cross-encoder that reads both
 questions together. The gate parameters say how they combine (PairSpec). As shipped, the
