@@ -30,7 +30,7 @@ from .lexicon import canonical
 from .rephrasing import possessive_unfoldings
 from .similarity import similarity, text_cosine
 from .slots import FOCUS, NEGATION, YES_NO, names, request_frame, split_topic, topic_reading
-from .spelling import is_common_word, spelling_variants, typo_close
+from .spelling import is_common_word, same_word
 from .words import (
     FUNCTION_WORDS,
     MONTHS,
@@ -295,9 +295,10 @@ def _made_up(word: str) -> bool:
 
 
 def _one_name(a: str, b: str) -> bool:
-    """Two spellings that may name one thing: a slip, a British and an American spelling, or
-    one written as a part of the other ("helpdesk" / "helpdesk-sync")."""
-    return a in b or b in a or typo_close(a, b) or spelling_variants(a, b)
+    """Two spellings that may name one thing: one word as the strict test reads a slip or a
+    British and an American spelling (neither is common English here), or one written as a
+    part of the other ("helpdesk" / "helpdesk-sync")."""
+    return a in b or b in a or same_word(a, a, b, b)
 
 
 def _weighty(word: Word, filler: Filler) -> bool:
