@@ -306,7 +306,7 @@ def _second_look(
     # The slots and the alignment read each other candidate, then the pair model those let
     # through.
     open_ = [claim.question for (claim, _c), r in zip(nearest, renamed, strict=True) if r is None]
-    read = iter(model.assess_many(turn.text, open_))
+    read = iter(model.assess_many(turn.text, open_, names))
     found = [next(read) if r is None else Assessment("name", (r[0],), (r[1],)) for r in renamed]
     assessed = [(claim, a) for (claim, _c), a in zip(nearest, found, strict=True)]
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]

@@ -56,6 +56,7 @@ from ..text.alignment import (
 )
 from ..text.framing import bare_question
 from ..text.matching import compare, normalize
+from ..text.respelling import respelled, shared_names
 from ..text.slots import differences
 from ..text.spelling import is_common_word
 from .pair_model import PairModel, default_pair_model
@@ -305,33 +306,55 @@ class GateModel:
         """Whether a turn may ask what a stored question asks, and how likely it is to."""
         return self.assess_many(asked, [stored])[0]
 
-    def assess_many(self, asked: str, stored: Sequence[str]) -> list[Assessment]:
+    def assess_many(
+        self, asked: str, stored: Sequence[str], names: frozenset[str] = frozenset()
+    ) -> list[Assessment]:
         """`assess` for several stored questions: the slots and the alignment read each, then
         the pair model reads those they let through (each pair alone), and the calibrated score is
-        the two probabilities combined as the parameters say."""
-        found = [self._tree_assess(asked, text) for text in stored]
+        the two probabilities combined as the parameters say. Each reads the turn with its
+        misspelt words read as that stored question's words (text/respelling.py); `names` are
+        the store's names, which are never respelt."""
+        shared = shared_names(stored)
+        readings = [respelled(asked, text, names, shared) for text in stored]
+        pairs = list(zip(readings, stored, strict=True))
+        found = [self._tree_assess(reading, text) for reading, text in pairs]
+        # A turn that the strict test reads as the stored question once its misspellings are
+        # read is that question, scored as the strict test serves it.
+        settled = {
+            i
+            for i, (reading, text) in enumerate(pairs)
+            if reading != asked
+            and compare(normalize(reading), normalize(text), names).same_question
+        }
+        for i in settled:
+            found[i] = Assessment(None, probability=1.0, tree_probability=found[i].probability)
         if self.pair is None:
             return found
         open_ = [
             i
             for i, a in enumerate(found)
-            if a.reason is None or refusal_kinds(a) & self.pair.overrules
+            if i not in settled and (a.reason is None or refusal_kinds(a) & self.pair.overrules)
         ]
-        todo = [stored[i] for i in open_ if (asked, stored[i]) not in self._pair_scores]
+        todo = [(readings[i], stored[i]) for i in open_]
+        todo = [pair for pair in dict.fromkeys(todo) if pair not in self._pair_scores]
         if todo:
             if len(self._pair_scores) > _PAIR_CACHE:
                 self._pair_scores.clear()
-            alone = {t for t in todo if self.pair.same_alone(asked, t)}
-            self._pair_scores.update(((asked, t), None) for t in alone)
-            todo = [t for t in todo if t not in alone]
-        if todo:
+            alone = {pair for pair in todo if self.pair.same_alone(*pair)}
+            self._pair_scores.update((pair, None) for pair in alone)
+            todo = [pair for pair in todo if pair not in alone]
+        # Scored a reading at a time: most turns have one reading for all their candidates.
+        for reading in dict.fromkeys(reading for reading, _text in todo):
+            texts = [text for other, text in todo if other == reading]
             scores = self.pair.model().probabilities(
-                self.pair.text(asked), [self.pair.text(t) for t in todo]
+                self.pair.text(reading), [self.pair.text(text) for text in texts]
             )
-            self._pair_scores.update(((asked, t), p) for t, p in zip(todo, scores, strict=True))
+            self._pair_scores.update(
+                ((reading, text), p) for text, p in zip(texts, scores, strict=True)
+            )
         for i in open_:
             a = found[i]
-            pair = self._pair_scores[(asked, stored[i])]
+            pair = self._pair_scores[(readings[i], stored[i])]
             found[i] = Assessment(
                 None,
                 a.asked_only,

@@ -38,7 +38,14 @@ PAIR_SETS = (
 METHOD = (
     "A turn is served a stored claim when the strict test finds the same content words in "
     "the same order (up to a few fixed alternations), or when the second look accepts it. "
-    "The second look first reads both questions slot by slot: identifiers, numbers, "
+    "The second look first reads the turn in each stored question's words: a turn word that "
+    "is no English word and no name of the store, one slip from a common word the stored "
+    "question has (two in a word of eight letters or more, its first letter kept either way), "
+    'is read as that word ("tickts" / "tickets", "trigerred" / "triggered"), and a '
+    "repository the turn names without its owner is given the stored question's owner, "
+    "unless another candidate gives it another; a turn that is then the stored question by "
+    "the strict test is served as the strict test serves it. "
+    "It reads both questions slot by slot: identifiers, numbers, "
     "versions, dates and times, names, negation and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, and the question's focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
@@ -95,6 +102,11 @@ FAILURE_CLASSES = (
     "a verb of another stage (proposed / merged) or a target against a measured value can "
     "score high; these are where the false hits at the looser budgets come from, and what the "
     "budget audit counts.",
+    "- **A new name one slip from a common word.** The second look reads a turn word that "
+    "is no English word as the common word of a stored question it is one slip from, unless "
+    "the owner's store already uses it: a turn about a service the store has never heard of, "
+    '"the gardn service", is scored as asking about "the garden service". The strict test '
+    "never forgives such a slip, and the score is still held to the budget's threshold.",
     "- **Neighbours in a shared store.** With thousands of stored questions, a turn can be "
     "served a near twin stored under another pair; the shared-store figures count these, the "
     "isolated ones cannot.",

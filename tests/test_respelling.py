@@ -1,0 +1,166 @@
+"""The second look reads a turn in the stored question's words: misspelt words as the words they
+misspell, a repository named without its owner with the stored question's owner. Unit tests of
+the reading, then the gate's decisions on real stores."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from staffstore.gate import query_first
+from staffstore.gate.scoring import default_model
+from staffstore.models import Decision, Turn
+from staffstore.store import StaffStore
+from staffstore.text.respelling import misspells, owned_repositories, respelled, shared_names
+
+if TYPE_CHECKING:
+    from conftest import PutClaim
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "read"),
+    [
+        (
+            "how many p1 tickts breached the resolution sla last weeek",
+            "How many P1 tickets breached the resolution SLA last week?",
+            "how many p1 tickets breached the resolution sla last week",
+        ),
+        (
+            "which wcag criterion did the audit fail most ofen",
+            "Which WCAG criterion did the audit fail most often?",
+            "which wcag criterion did the audit fail most often",
+        ),
+        (  # two slips in a long word, its first two letters kept
+            "what psi value trigerred the drift alert",
+            "What PSI value triggered the drift alert?",
+            "what psi value triggered the drift alert",
+        ),
+        (  # a capitalised word at the start of the turn is respelt like any other
+            "Avrage session length last week?",
+            "What was the average session length last week?",
+            "average session length last week?",
+        ),
+    ],
+)
+def test_a_misspelt_word_is_read_as_the_stored_word_it_misspells(
+    asked: str, stored: str, read: str
+) -> None:
+    assert respelled(asked, stored).lower() == read.lower()
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "why"),
+    [
+        ("Who owns the horse stable?", "Who owns the house stable?", "both are English words"),
+        ("Is the SLO met?", "Is the deploy slow?", "a word in capitals is an acronym"),
+        ("What broke event-bux?", "What broke event-bus?", "a part of an identifier"),
+        ("Why did the bild fail?", "Why did the build or the bold fail?", "two stored words fit"),
+        ("Who owns tikt 42?", "Who owns ticket 42?", "first letter kept, but two slips in four"),
+        ("Why did the bild fail?", "Why did the build fail?", "fine: one slip"),
+        ("Who runs the gardn service?", "Who runs the garden service?", "fine: one slip"),
+    ],
+)
+def test_only_a_word_that_is_no_word_is_respelt(asked: str, stored: str, why: str) -> None:
+    changed = respelled(asked, stored) != asked
+    assert changed is why.startswith("fine"), why
+
+
+def test_a_name_of_the_store_is_never_respelt() -> None:
+    # "gardn" is a service of this store (query_first.store_names): not a slip for "garden".
+    asked = "Who runs the gardn service?"
+    assert respelled(asked, "Who runs the garden service?", frozenset({"gardn"})) == asked
+
+
+def test_misspells_needs_the_first_letter_and_a_long_enough_word() -> None:
+    assert misspells("ofen", "often")
+    assert misspells("ofen", "open")  # and so respelled wants exactly one stored word to fit
+    assert not misspells("tne", "the")  # a word of three letters is never respelt into
+    assert not misspells("rigger", "trigger")  # the first letter differs
+    assert misspells("triggrd", "triggered")  # two slips in a word of eight letters or more
+    assert not misspells("trigerd", "trigger")  # but one only in a shorter word
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "read"),
+    [
+        (
+            "why did helpdesk-sync stop syncing tickets?",
+            "Why did lumen/helpdesk-sync stop syncing tickets?",
+            "why did lumen/helpdesk-sync stop syncing tickets?",
+        ),
+        (  # the owner's case as the stored question has it, the name's as the turn typed it
+            "Which version does Tf-Modules pin?",
+            "Which version does northwind/tf-modules pin?",
+            "Which version does northwind/Tf-Modules pin?",
+        ),
+    ],
+)
+def test_a_repository_named_alone_is_read_with_the_stored_owner(
+    asked: str, stored: str, read: str
+) -> None:
+    assert respelled(asked, stored) == read
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("why did acme/helpdesk-sync stop?", "Why did lumen/helpdesk-sync stop?"),  # another owner
+        ("how many PRs did the core merge queue merge?", "How many PRs did orbit/core merge?"),
+        ("why did helpdesk-sync-v2 stop?", "Why did lumen/helpdesk-sync stop?"),  # another name
+    ],
+)
+def test_no_owner_is_given_where_the_turn_means_another_repository_or_a_word(
+    asked: str, stored: str
+) -> None:
+    assert respelled(asked, stored) == asked
+
+
+def test_a_repository_two_owners_share_is_not_given_either() -> None:
+    stored = ["What is the p99 of acme/api-gateway?", "What is the p99 of globex/api-gateway?"]
+    assert shared_names(stored) == frozenset({"api-gateway"})
+    asked = "what is the p99 of api-gateway?"
+    assert respelled(asked, stored[0], frozenset(), shared_names(stored)) == asked
+    assert owned_repositories("in lumen/ml-train's eval, req/min") == {"ml-train": "lumen"}
+
+
+async def ask(store: StaffStore, text: str) -> Decision:
+    return await query_first(store, Turn(owner="alice", text=text))
+
+
+async def test_a_turn_with_typos_is_served_at_the_default_budget(
+    put: PutClaim, store: StaffStore
+) -> None:
+    claim = await put("How many P1 tickets breached the resolution SLA last week?", "Four.")
+    await put("How many P2 tickets breached the resolution SLA last week?", "Nine.")
+    decision = await ask(store, "how many p1 tickts breached the resolution sla last weeek")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+    assert decision.threshold == default_model().threshold(decision.budget or 0.0)
+
+
+async def test_a_misspelt_turn_is_still_held_to_its_numbers(
+    put: PutClaim, store: StaffStore
+) -> None:
+    await put("How many P1 tickets breached the resolution SLA last week?", "Four.")
+    decision = await ask(store, "how many p2 tickts breached the resolution sla last weeek")
+    assert decision.outcome == "miss"
+
+
+async def test_a_repository_named_alone_is_served_its_stored_question(
+    put: PutClaim, store: StaffStore
+) -> None:
+    claim = await put(
+        "Why did lumen/helpdesk-sync stop syncing Zendesk tickets on 2025-03-06?",
+        "The Zendesk API token expired.",
+    )
+    decision = await ask(store, "why did helpdesk-sync stop syncing zendesk tickets on 2025-03-06")
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+
+
+async def test_a_repository_of_two_owners_named_alone_is_not_served(
+    put: PutClaim, store: StaffStore
+) -> None:
+    await put("Why did acme/helpdesk-sync stop syncing tickets on 2025-03-06?", "A token.")
+    await put("Why did globex/helpdesk-sync stop syncing tickets on 2025-03-06?", "A quota.")
+    decision = await ask(store, "why did helpdesk-sync stop syncing tickets on 2025-03-06")
+    assert decision.outcome == "miss"
