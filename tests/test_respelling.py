@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from staffstore.gate import query_first
 from staffstore.gate.scoring import default_model
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
 from staffstore.text.respelling import misspells, owned_repositories, respelled, shared_names
+from staffstore.text.spelling import is_common_word
 
 if TYPE_CHECKING:
     from conftest import PutClaim
@@ -164,3 +167,32 @@ async def test_a_repository_of_two_owners_named_alone_is_not_served(
     await put("Why did globex/helpdesk-sync stop syncing tickets on 2025-03-06?", "A quota.")
     decision = await ask(store, "why did helpdesk-sync stop syncing tickets on 2025-03-06")
     assert decision.outcome == "miss"
+
+
+_WORDS = [
+    "tickets", "ticket", "tickts", "week", "weeek", "often", "ofen", "deploy", "SLO", "slow",
+    "lumen/helpdesk-sync", "helpdesk-sync", "acme/api", "api", "v2.4", "p1", "p2", "42", "the",
+    "did", "why", "failed", "faild", "Staging", "stagign", "core", "orbit/core",
+]  # fmt: skip
+_questions = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(asked=_questions, stored=_questions)
+def test_a_reading_only_respells_words_and_adds_owners(asked: str, stored: str) -> None:
+    read = respelled(asked, stored)
+    asked_tokens, read_tokens = asked.split(), read.split()
+    # Word for word: the reading replaces whole words, never splits, joins or drops one.
+    assert len(read_tokens) == len(asked_tokens)
+    stored_words = {token.lower() for token in stored.split()}
+    for before, after in zip(asked_tokens, read_tokens, strict=True):
+        if before == after:
+            continue
+        _owner, _, name = after.partition("/")
+        if name == before:  # a repository given the stored question's owner
+            assert after.lower() in stored_words
+            continue
+        # A respelt word: a word of the stored question, from one that is no English word;
+        # never a number, an identifier or a word typed in capitals.
+        assert after in stored_words and before.isalpha() and not before.isupper()
+        assert not is_common_word(before.lower())
