@@ -317,7 +317,9 @@ def fit_score(
             # served fewer paraphrases at the 0.1% budget: held out within workday_dev's
             # tuning split 219 of 400 against 220, Quora's and PAWS's calibration halves 8.8%
             # and 17.9% against 9.2% and 19.8%.
-            # Misspelt words as the second look reads them (text/respelling.py).
+            # The turn as the second look reads it against this stored question
+            # (text/respelling.py: misspelt words, a repository's owner); unlike the readings
+            # above, that is what the trees are given when the gate serves.
             reading = respelled(asked, stored)
             xs.append(features(reading, stored, align(reading, stored), filler))
             ys.append(label)

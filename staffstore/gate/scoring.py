@@ -311,9 +311,9 @@ class GateModel:
     ) -> list[Assessment]:
         """`assess` for several stored questions: the slots and the alignment read each, then
         the pair model reads those they let through (each pair alone), and the calibrated score is
-        the two probabilities combined as the parameters say. Each reads the turn with its
-        misspelt words read as that stored question's words (text/respelling.py); `names` are
-        the store's names, which are never respelt."""
+        the two probabilities combined as the parameters say. Each reads the turn in that stored
+        question's words (text/respelling.py: its misspelt words, a repository's owner);
+        `names` are the store's names, which are never respelt."""
         shared = shared_names(stored)
         readings = [respelled(asked, text, names, shared) for text in stored]
         pairs = list(zip(readings, stored, strict=True))

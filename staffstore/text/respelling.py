@@ -14,12 +14,13 @@ as it was meant, and whatever they score is held to the budget's threshold like 
 A word typed in capitals ("SLO", "AMI") is an acronym, not a slip, and a word of the store's
 own questions is a name there (query_first.store_names); neither is respelt.
 
-People name a repository without its owner ("in helpdesk-sync" for "in lumen/helpdesk-sync")
-as often as with it, and the strict test reads the missing owner as a missing word. A turn that
+People often name a repository without its owner ("in helpdesk-sync" for "in lumen/helpdesk-sync"),
+and the strict test reads the missing owner as a missing word. A turn that
 names the stored question's repository alone, and no owner, is read with that owner, unless
-another question it is compared with names the same repository under another owner (then the
-turn does not say which it means). A repository whose name is a common word ("core",
-"experiments") is not read this way: the word may mean what it says.
+another candidate the second look reads names the same repository under another owner (then
+the turn does not say which it means; a question the lookup never retrieved is not seen). A
+repository whose name is a common word ("core", "experiments") is not read this way: the word
+may mean what it says.
 """
 
 from __future__ import annotations
