@@ -14,8 +14,8 @@ from staffstore.gate import query_first
 from staffstore.gate.scoring import default_model
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
-from staffstore.text.respelling import misspells, owned_repositories, respelled, shared_names
-from staffstore.text.spelling import is_common_word
+from staffstore.text.respelling import owned_repositories, respelled, shared_names
+from staffstore.text.spelling import is_common_word, misspells
 
 if TYPE_CHECKING:
     from conftest import PutClaim
@@ -124,7 +124,7 @@ def test_a_repository_two_owners_share_is_not_given_either() -> None:
     assert shared_names(stored) == frozenset({"api-gateway"})
     asked = "what is the p99 of api-gateway?"
     assert respelled(asked, stored[0], frozenset(), shared_names(stored)) == asked
-    assert owned_repositories("in lumen/ml-train's eval, req/min") == {"ml-train": "lumen"}
+    assert owned_repositories("in lumen/ml-train's eval, req/min") == (("ml-train", "lumen"),)
 
 
 async def ask(store: StaffStore, text: str) -> Decision:

@@ -29,9 +29,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from rapidfuzz.distance import OSA
-
-from .spelling import is_common_word
+from .spelling import is_common_word, misspells
 from .words import words
 
 #: A word as typed, letters only, not a part of an identifier ("event-bus", "acme/api").
@@ -43,34 +41,25 @@ _OWNED = re.compile(
 )
 
 
-def owned_repositories(text: str) -> dict[str, str]:
-    """The repositories a text names with their owner: {name: owner}, lower case, leaving out
-    names that are common words ("orbit/core")."""
-    return {
-        name.lower(): owner.lower()
+@lru_cache(maxsize=4_096)
+def owned_repositories(text: str) -> tuple[tuple[str, str], ...]:
+    """The repositories a text names with their owner, as (name, owner) in lower case, leaving
+    out names that are common words ("orbit/core"). Cached: the second look reads each of its
+    candidates' twice, for shared_names and for the reading."""
+    return tuple(
+        (name.lower(), owner.lower())
         for owner, name in _OWNED.findall(text)
         if not (name.isalpha() and is_common_word(name.lower()))
-    }
+    )
 
 
 def shared_names(texts: Sequence[str]) -> frozenset[str]:
     """The repository names that these texts give two or more owners."""
     owners: dict[str, set[str]] = {}
     for text in texts:
-        for name, owner in owned_repositories(text).items():
+        for name, owner in owned_repositories(text):
             owners.setdefault(name, set()).add(owner)
     return frozenset(name for name, found in owners.items() if len(found) > 1)
-
-
-def misspells(typed: str, word: str) -> bool:
-    """Whether `typed` (no English word) reads as a misspelling of the common word `word`, both
-    lower case: the first letter kept, one slip from a word of four letters or more ("ofen" /
-    "often", "budgt" / "budget"), two from one of eight with its first two letters kept
-    ("trigerred" / "triggered")."""
-    if len(word) < 4 or len(typed) < 3 or typed[0] != word[0]:
-        return False
-    allowed = 2 if len(word) >= 8 and len(typed) >= 7 and typed[:2] == word[:2] else 1
-    return OSA.distance(typed, word, score_cutoff=allowed) <= allowed
 
 
 @lru_cache(maxsize=4_096)
@@ -93,7 +82,7 @@ def _with_owners(asked: str, stored: str, shared_names: frozenset[str]) -> str:
     if not owned:
         return asked
     lowered = asked.lower()
-    for name, owner in owned.items():
+    for name, owner in owned:
         if name in shared_names or f"/{name}" in lowered or f"{owner}/" in lowered:
             continue
         alone = re.compile(rf"(?<![\w./@-]){re.escape(name)}(?![\w/@-])", re.IGNORECASE)

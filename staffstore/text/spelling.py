@@ -74,6 +74,18 @@ def typo_close(a: str, b: str) -> bool:
     return OSA.distance(a, b, score_cutoff=1) <= 1
 
 
+def misspells(typed: str, word: str) -> bool:
+    """Whether `typed` (no English word) reads as a misspelling of the common word `word`, both
+    lower case: the first letter kept, one slip from a word of four letters or more ("ofen" /
+    "often", "budgt" / "budget"), two from one of eight with its first two letters kept
+    ("trigerred" / "triggered"). Looser than typo_close: it is for the second look's reading
+    of a turn (text/respelling.py), whose score a calibrated threshold still stands behind."""
+    if len(word) < 4 or len(typed) < 3 or typed[0] != word[0]:
+        return False
+    allowed = 2 if len(word) >= 8 and len(typed) >= 7 and typed[:2] == word[:2] else 1
+    return OSA.distance(typed, word, score_cutoff=allowed) <= allowed
+
+
 def without_accents(word: str) -> str:
     """The word with its letters' accents dropped ("Pokémon" -> "Pokemon")."""
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
