@@ -107,6 +107,29 @@ async def test_a_name_another_kept_prompt_uses_is_not_a_slip(store: StaffStore) 
     assert model.calls == 3 and other.source == "model"
 
 
+HELPDESK = "Why did lumen/helpdesk-sync stop syncing tickets on Monday?"
+HELPDESK_ALONE = "why did helpdesk-sync stop syncing tickets on monday"
+
+
+async def test_a_repository_named_without_its_owner_is_served_its_kept_answer(
+    store: StaffStore,
+) -> None:
+    model = Model()
+    paid = await ask(store, model, HELPDESK)
+    reused = await ask(store, model, HELPDESK_ALONE, at=timedelta(minutes=1))
+    assert model.calls == 1 and reused.answer == paid.answer
+
+
+async def test_a_repository_of_two_owners_named_without_one_is_not_served(
+    store: StaffStore,
+) -> None:
+    model = Model()
+    await ask(store, model, HELPDESK)
+    await ask(store, model, "Which Python version does acme/helpdesk-sync pin?")
+    other = await ask(store, model, HELPDESK_ALONE, at=timedelta(minutes=1))
+    assert model.calls == 3 and other.source == "model"
+
+
 async def test_an_old_question_is_found_behind_many_newer_ones_sharing_a_word(
     store: StaffStore,
 ) -> None:

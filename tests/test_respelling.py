@@ -14,7 +14,12 @@ from staffstore.gate import query_first
 from staffstore.gate.scoring import default_model
 from staffstore.models import Decision, Turn
 from staffstore.store import StaffStore
-from staffstore.text.respelling import owned_repositories, respelled, shared_names
+from staffstore.text.respelling import (
+    owned_repositories,
+    repositories_named_alone,
+    respelled,
+    shared_names,
+)
 from staffstore.text.spelling import is_common_word, misspells
 
 if TYPE_CHECKING:
@@ -167,6 +172,33 @@ async def test_a_repository_of_two_owners_named_alone_is_not_served(
     await put("Why did globex/helpdesk-sync stop syncing tickets on 2025-03-06?", "A quota.")
     decision = await ask(store, "why did helpdesk-sync stop syncing tickets on 2025-03-06")
     assert decision.outcome == "miss"
+
+
+async def test_a_repository_another_owner_has_in_another_question_is_not_given_an_owner(
+    put: PutClaim, store: StaffStore
+) -> None:
+    # acme's question shares nothing with the turn but the repository's name, so the second
+    # look never reads it: the lookup asks the store which owners the name has.
+    claim = await put("Why did lumen/helpdesk-sync stop syncing tickets on Monday?", "A token.")
+    await put("Which Python version does acme/helpdesk-sync pin?", "3.11")
+    decision = await ask(store, "why did helpdesk-sync stop syncing tickets on monday")
+    assert (decision.outcome, decision.reason, decision.differs_in) == (
+        "miss", "changed_requirement", "identifier")  # fmt: skip
+    assert (decision.asked_only, decision.stored_only) == (
+        ["helpdesk-sync"], ["lumen/helpdesk-sync"])  # fmt: skip
+    named = await ask(store, "why did lumen/helpdesk-sync stop syncing tickets on monday")
+    assert (named.outcome, named.claim_id) == ("hit", claim.id)
+
+
+def test_the_repositories_a_turn_names_without_the_owner_a_stored_question_gives() -> None:
+    stored = ["Why did lumen/helpdesk-sync stop?", "Who owns acme/api-gateway and lumen/core?"]
+    named = repositories_named_alone
+    assert named("why did helpdesk-sync stop?", stored) == {"helpdesk-sync"}
+    assert named("who owns api-gateway and helpdesk-sync?", stored) == {
+        "api-gateway", "helpdesk-sync"}  # fmt: skip
+    assert named("why did lumen/helpdesk-sync stop?", stored) == set()
+    assert named("why did acme/helpdesk-sync stop?", stored) == set()  # another owner, named
+    assert named("who owns the core of it?", stored) == set()  # "core": a common word
 
 
 _WORDS = [

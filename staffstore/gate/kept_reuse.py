@@ -24,6 +24,7 @@ from ..store.fts_tokens import fts_tokens
 from ..store.kept_prompts import KeptPrompt, PromptCandidate
 from ..store.sync_store import KeptAnswer, SyncStore
 from ..text.matching import normalize
+from ..text.respelling import repositories_named_alone, shared_names
 from .query_first import MAX_TURN_CHARS, decide, store_names, unaskable
 from .relative_time import same_period
 
@@ -88,7 +89,11 @@ class KeptCandidates:
         kept answer returned beside it."""
         owner = self.turn.owner
         claims = [_as_claim(owner, c, self.turn) for c in self.prompts]
-        decision = decide(self.turn, claims, names=self.names)
+        # A repository named without its owner that two of these prompts give two owners:
+        # the turn does not say which it asks about (query_first.ambiguous_repositories).
+        prompts = [c.prompt for c in self.prompts]
+        ambiguous = repositories_named_alone(self.turn.text, prompts) & shared_names(prompts)
+        decision = decide(self.turn, claims, names=self.names, ambiguous=ambiguous)
         by_id = {_ID_PREFIX + c.receipt_id: c for c in self.prompts}
         served = by_id.get(decision.claim_id or "") if decision.hit else None
         # The decision as the gate made it, less the claim it names: a kept answer is not one.

@@ -40,6 +40,7 @@ from ..store.rows import as_of
 from ..text.interning import QUESTIONS_CACHED
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
+from ..text.respelling import owned_repositories, repositories_named_alone
 from ..text.slots import SLOTS, numbers_differ, topic_reading
 from ..text.spelling import is_common_word, typo_close
 from ..text.words import words
@@ -76,6 +77,10 @@ SIMILAR_LIMIT = 8
 #: first: reading a stored question costs a normalization, and a widened lookup in a large
 #: store can bring back dozens that share two rare words and little else.
 MAX_COMPARED = 16
+
+#: How many of an owner's questions naming a repository the lookup reads for its owners, when
+#: a turn names it without one (`ambiguous_repositories`).
+OWNERS_READ = 256
 
 #: No stored question is this long; a longer turn is a miss without a lookup.
 MAX_TURN_CHARS = 4_000
@@ -288,26 +293,43 @@ def second_look_candidates(
     return nearest
 
 
+def _unsaid_owner(text: str, question: str, ambiguous: frozenset[str]) -> tuple[str, str] | None:
+    """A repository of `question` that the turn `text` names without its owner where the store
+    holds that name under another owner too (`ambiguous`): (the name, the owner's name)."""
+    for name, owner in owned_repositories(question):
+        if name in ambiguous and f"{owner}/" not in text.lower():
+            return name, f"{owner}/{name}"
+    return None
+
+
 def _second_look(
     turn: Turn,
     compared: list[tuple[Claim, Comparison]],
     budget: float,
     names: frozenset[str] = frozenset(),
+    ambiguous: frozenset[str] = frozenset(),
 ) -> tuple[list[tuple[Claim, float]], tuple[Claim, Assessment] | None]:
     """Score the nearest candidates the strict test refused. Returns the claims whose score
     reaches the budget's threshold for their form (the best one and its restatements), and the
-    nearest assessment."""
+    nearest assessment. `ambiguous`: repository names the turn gives no owner that the store
+    holds under two or more (ambiguous_repositories)."""
     model = default_model()
     nearest = second_look_candidates(turn.text, compared)
     # A candidate that names another of the store's names a slip away from the turn's is
     # another question, as a slot that differs is: its alignment would read the two names as
-    # one word, and no score is asked.
-    renamed = [_renamed(c, names) for _claim, c in nearest]
+    # one word, and no score is asked. So is one whose repository the turn names without the
+    # owner where the store has that name under two: the turn does not say which it asks of.
+    renamed = [
+        _renamed(c, names) or _unsaid_owner(turn.text, claim.question, ambiguous)
+        for claim, c in nearest
+    ]
     # The slots and the alignment read each other candidate, then the pair model those let
     # through.
     open_ = [claim.question for (claim, _c), r in zip(nearest, renamed, strict=True) if r is None]
     read = iter(model.assess_many(turn.text, open_, names))
-    found = [next(read) if r is None else Assessment("name", (r[0],), (r[1],)) for r in renamed]
+    found = [
+        next(read) if r is None else Assessment(_veto_slot(r), (r[0],), (r[1],)) for r in renamed
+    ]
     assessed = [(claim, a) for (claim, _c), a in zip(nearest, found, strict=True)]
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]
     best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
@@ -327,6 +349,11 @@ def _second_look(
         if reaches(claim, a) and normalize(claim.question).key == key
     ]
     return same, explained
+
+
+def _veto_slot(differing: tuple[str, str]) -> str:
+    # An owner left unsaid is told from a renamed name by the owner's slash.
+    return "identifier" if "/" in differing[1] else "name"
 
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
@@ -380,12 +407,15 @@ def decide(
     *,
     second_look: bool = True,
     names: frozenset[str] = frozenset(),
+    ambiguous: frozenset[str] = frozenset(),
 ) -> Decision:
     """The gate's decision for a turn among candidate claims (all of one owner).
 
     Without `second_look`, only the strict test runs: for a caller that will widen the lookup
     on a miss and decide again, where the second look is worth its cost once. `names`: the
     turn's words that are names in the owner's store (store_names), never read as slips.
+    `ambiguous`: the repositories the turn names without an owner that the store holds under
+    two or more (ambiguous_repositories); the second look serves no question naming one.
     """
     now = turn.now or datetime.now(UTC)
     asked = normalize(turn.text)
@@ -409,7 +439,7 @@ def decide(
             # retention period on it?"), not at an earlier turn.
             reason = "below_threshold"
         if reason != "follow_up" and second_look:
-            same, looked = _second_look(turn, compared, budget, names)
+            same, looked = _second_look(turn, compared, budget, names, ambiguous)
         if not same:
             if reason == "below_threshold" and looked is not None and looked[1].probability:
                 # Explain the miss against the question the second look scored highest.
@@ -493,9 +523,11 @@ class Candidates:
     claims: list[Claim]
     #: The turn's words that are names in the owner's store (store_names).
     names: frozenset[str] = frozenset()
+    #: The repositories it names without an owner that the store holds under two or more.
+    ambiguous: frozenset[str] = frozenset()
 
     def decide(self) -> Decision:
-        return decide(self.turn, self.claims, names=self.names)
+        return decide(self.turn, self.claims, names=self.names, ambiguous=self.ambiguous)
 
 
 async def query_first(store: StaffStore, turn: Turn) -> Decision:
@@ -531,8 +563,8 @@ def look_up(store: SyncStore, turn: Turn) -> Decision | Candidates:
     decision = decide(turn, candidates, second_look=False, names=names)
     if decision.reason not in _WIDEN_ON:
         return decision
-    widened = widened_candidates(store, turn, candidates, some_words)
-    return Candidates(turn, candidates + widened, names)
+    found = candidates + widened_candidates(store, turn, candidates, some_words)
+    return Candidates(turn, found, names, ambiguous_repositories(store, turn, found))
 
 
 def first_candidates(
@@ -577,6 +609,31 @@ def widened_candidates(
         if c.id not in seen
     ]
     return extra
+
+
+def ambiguous_repositories(
+    store: SyncStore, turn: Turn, candidates: Sequence[Claim]
+) -> frozenset[str]:
+    """The repositories that the turn names without an owner ("why did helpdesk-sync stop
+    syncing?") where the owner's store names that repository under two owners or more
+    ("lumen/helpdesk-sync", "acme/helpdesk-sync"): the turn does not say which it asks about.
+    Only names some candidate gives an owner are looked up, in the owner's questions that hold
+    them, whether or not those are candidates: a question about the other owner's repository
+    may share nothing else with the turn."""
+    alone = repositories_named_alone(turn.text, [claim.question for claim in candidates])
+    ambiguous = set()
+    for name in sorted(alone):
+        searched = normalize(name).search_words
+        naming = store.near_claims(turn.owner, searched, limit=OWNERS_READ) if searched else []
+        owners = {
+            owner
+            for claim in [*candidates, *naming]
+            for named, owner in owned_repositories(claim.question)
+            if named == name
+        }
+        if len(owners) > 1:
+            ambiguous.add(name)
+    return frozenset(ambiguous)
 
 
 def unaskable(turn: Turn) -> Decision | None:

@@ -43,7 +43,9 @@ METHOD = (
     "question has (two in a word of eight letters or more, its first letter kept either way), "
     'is read as that word ("tickts" / "tickets", "trigerred" / "triggered"), and a '
     "repository the turn names without its owner is given the stored question's owner, "
-    "unless another candidate gives it another; a turn that is then the stored question by "
+    "unless the owner's store names that repository under another owner too (then the turn "
+    "does not say which it asks about, and no question naming it is served: an `identifier` "
+    "difference); a turn that is then the stored question by "
     "the strict test is served as the strict test serves it. "
     "It reads both questions slot by slot: identifiers, numbers, "
     "versions, dates and times, names, negation and polarity, quantifiers and scope, "

@@ -18,9 +18,11 @@ People often name a repository without its owner ("in helpdesk-sync" for "in lum
 and the strict test reads the missing owner as a missing word. A turn that
 names the stored question's repository alone, and no owner, is read with that owner, unless
 another candidate the second look reads names the same repository under another owner (then
-the turn does not say which it means; a question the lookup never retrieved is not seen). A
-repository whose name is a common word ("core", "experiments") is not read this way: the word
-may mean what it says.
+the turn does not say which it means). The lookup also asks the store which owners it gives
+such a name (query_first.ambiguous_repositories), and the second look refuses a question about
+a repository the store holds under two owners when the turn names neither. A repository whose
+name is a common word ("core", "experiments") is not read this way: the word may mean what it
+says.
 """
 
 from __future__ import annotations
@@ -77,16 +79,34 @@ def respelled(
     return _with_owners(_respelt(asked, stored, names), stored, shared_names)
 
 
+def repositories_named_alone(asked: str, stored: Sequence[str]) -> frozenset[str]:
+    """The repository names that some of the `stored` texts give with an owner and `asked`
+    names without one ("helpdesk-sync" against "lumen/helpdesk-sync")."""
+    return frozenset(
+        name
+        for text in stored
+        for name, _owner in owned_repositories(text)
+        if _named_alone(asked, name) is not None
+    )
+
+
+def _named_alone(asked: str, name: str) -> re.Match[str] | None:
+    """Where `asked` names the repository `name` without an owner, if it does."""
+    if f"/{name}" in asked.lower():
+        return None
+    alone = re.compile(rf"(?<![\w./@-]){re.escape(name)}(?![\w/@-])", re.IGNORECASE)
+    return alone.search(asked)
+
+
 def _with_owners(asked: str, stored: str, shared_names: frozenset[str]) -> str:
     owned = owned_repositories(stored)
     if not owned:
         return asked
     lowered = asked.lower()
     for name, owner in owned:
-        if name in shared_names or f"/{name}" in lowered or f"{owner}/" in lowered:
+        if name in shared_names or f"{owner}/" in lowered:
             continue
-        alone = re.compile(rf"(?<![\w./@-]){re.escape(name)}(?![\w/@-])", re.IGNORECASE)
-        found = alone.search(asked)
+        found = _named_alone(asked, name)
         if found is not None:
             asked = f"{asked[: found.start()]}{owner}/{asked[found.start() :]}"
     return asked
