@@ -46,8 +46,11 @@ _OWNED = re.compile(
 @lru_cache(maxsize=4_096)
 def owned_repositories(text: str) -> tuple[tuple[str, str], ...]:
     """The repositories a text names with their owner, as (name, owner) in lower case, leaving
-    out names that are common words ("orbit/core"). Cached: the second look reads each of its
-    candidates' twice, for shared_names and for the reading."""
+    out names that are common words ("orbit/core"). Cached: a turn's lookup reads each of its
+    candidates' (query_first.ambiguous_repositories), and the second look reads the nearest ones'
+    twice more, for shared_names and for the reading."""
+    if "/" not in text:
+        return ()  # most questions: no need for the expression
     return tuple(
         (name.lower(), owner.lower())
         for owner, name in _OWNED.findall(text)
