@@ -174,6 +174,7 @@ async def test_a_repository_of_two_owners_named_alone_is_not_served(
     assert decision.outcome == "miss"
 
 
+@pytest.mark.both_backends
 async def test_a_repository_another_owner_has_in_another_question_is_not_given_an_owner(
     put: PutClaim, store: StaffStore
 ) -> None:
