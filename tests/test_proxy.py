@@ -307,6 +307,27 @@ def test_sdk_gets_a_paraphrase_hit_from_a_claim(server: Server, fake: FakeOpenRo
     assert raw.parse().choices[0].message.content == "Send SIGHUP."
 
 
+def test_a_repository_named_without_the_owner_the_store_has_two_of_goes_upstream(
+    server: Server, fake: FakeOpenRouter
+) -> None:
+    _claim(
+        server, "alice", "Why did lumen/quillon-sync stop syncing on Monday?", "A token expired."
+    )
+    asked = [{"role": "user", "content": "why did quillon-sync stop syncing on monday"}]
+    with server.sdk() as client:
+        served = client.chat.completions.with_raw_response.create(
+            model="fake/model", messages=asked
+        )
+        assert served.headers["x-staffstore-reason"] == "paraphrase"  # one owner: lumen's
+        _claim(server, "alice", "Which Python version does acme/quillon-sync pin?", "3.11")
+        asked_again = client.chat.completions.with_raw_response.create(
+            model="fake/model", messages=asked
+        )
+    assert asked_again.headers["x-staffstore-outcome"] == "miss"
+    assert asked_again.headers["x-staffstore-reason"] == "changed_requirement"
+    assert len(fake.chat_requests) == 1
+
+
 _REGION_Q = "Which region is the staging cluster in?"
 _TOOL = {
     "type": "function",
