@@ -302,6 +302,24 @@ def _unsaid_owner(text: str, question: str, ambiguous: frozenset[str]) -> tuple[
     return None
 
 
+def _vetoed(
+    text: str,
+    question: str,
+    comparison: Comparison,
+    names: frozenset[str],
+    ambiguous: frozenset[str],
+) -> Assessment | None:
+    """The second look's refusal of a candidate before any reading: another of the store's
+    names (`name`), or a repository the turn does not say whose (`identifier`)."""
+    renamed = _renamed(comparison, names)
+    if renamed is not None:
+        return Assessment("name", (renamed[0],), (renamed[1],))
+    unsaid = _unsaid_owner(text, question, ambiguous)
+    if unsaid is not None:
+        return Assessment("identifier", (unsaid[0],), (unsaid[1],))
+    return None
+
+
 def _second_look(
     turn: Turn,
     compared: list[tuple[Claim, Comparison]],
@@ -319,17 +337,12 @@ def _second_look(
     # another question, as a slot that differs is: its alignment would read the two names as
     # one word, and no score is asked. So is one whose repository the turn names without the
     # owner where the store has that name under two: the turn does not say which it asks of.
-    renamed = [
-        _renamed(c, names) or _unsaid_owner(turn.text, claim.question, ambiguous)
-        for claim, c in nearest
-    ]
+    vetoed = [_vetoed(turn.text, claim.question, c, names, ambiguous) for claim, c in nearest]
     # The slots and the alignment read each other candidate, then the pair model those let
     # through.
-    open_ = [claim.question for (claim, _c), r in zip(nearest, renamed, strict=True) if r is None]
+    open_ = [claim.question for (claim, _c), v in zip(nearest, vetoed, strict=True) if v is None]
     read = iter(model.assess_many(turn.text, open_, names))
-    found = [
-        next(read) if r is None else Assessment(_veto_slot(r), (r[0],), (r[1],)) for r in renamed
-    ]
+    found = [next(read) if v is None else v for v in vetoed]
     assessed = [(claim, a) for (claim, _c), a in zip(nearest, found, strict=True)]
     scored = [(claim, a) for claim, a in assessed if a.probability is not None]
     best = max(scored, key=lambda pair: pair[1].probability or 0.0, default=None)
@@ -349,11 +362,6 @@ def _second_look(
         if reaches(claim, a) and normalize(claim.question).key == key
     ]
     return same, explained
-
-
-def _veto_slot(differing: tuple[str, str]) -> str:
-    # An owner left unsaid is told from a renamed name by the owner's slash.
-    return "identifier" if "/" in differing[1] else "name"
 
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
