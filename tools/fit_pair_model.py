@@ -197,6 +197,12 @@ def main() -> None:
         "--seed", type=int, default=int(SETTINGS["seed"]), help="the shuffle's and the head's seed"
     )
     parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=float(SETTINGS["learning_rate"]),
+        help="AdamW's peak learning rate (after the warm-up)",
+    )
+    parser.add_argument(
         "--keep-float", action="store_true", help="also keep the float ONNX model, to compare"
     )
     parser.add_argument(
@@ -241,6 +247,7 @@ def main() -> None:
 
     # recorded in the card with the other settings
     SETTINGS["epochs"] = args.epochs
+    SETTINGS["learning_rate"] = args.learning_rate
     SETTINGS["seed"] = args.seed
     if args.soup:
         SETTINGS["soup_seeds"] = args.soup
