@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from staffstore.gate import query_first
+from staffstore.gate.query_first import OWNERS_READ
 from staffstore.gate.scoring import default_model
-from staffstore.models import Decision, Turn
+from staffstore.models import Decision, NewClaim, Turn
 from staffstore.store import StaffStore
 from staffstore.text.respelling import (
     owned_repositories,
@@ -189,6 +190,23 @@ async def test_a_repository_another_owner_has_in_another_question_is_not_given_a
         ["helpdesk-sync"], ["lumen/helpdesk-sync"])  # fmt: skip
     named = await ask(store, "why did lumen/helpdesk-sync stop syncing tickets on monday")
     assert (named.outcome, named.claim_id) == ("hit", claim.id)
+
+
+@pytest.mark.both_backends
+async def test_another_owner_is_found_behind_hundreds_of_questions_about_the_first(
+    put: PutClaim, store: StaffStore
+) -> None:
+    # More questions name lumen's repository than the lookup reads for owners (OWNERS_READ):
+    # it reads the questions that do not name lumen.
+    await store.ensure_claims(
+        NewClaim(owner="alice", question=f"Why did lumen/api-gateway fail deploy {n}?", answer="x")
+        for n in range(OWNERS_READ + 50)
+    )
+    await put("Which Python version does acme/api-gateway pin?", "3.11")
+    decision = await ask(store, "why did api-gateway fail deploy 7")
+    assert (decision.outcome, decision.differs_in) == ("miss", "identifier")
+    named = await ask(store, "why did lumen/api-gateway fail deploy 7")
+    assert named.outcome == "hit"
 
 
 def test_the_repositories_a_turn_names_without_the_owner_a_stored_question_gives() -> None:

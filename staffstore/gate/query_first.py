@@ -627,21 +627,34 @@ def ambiguous_repositories(
     ("lumen/helpdesk-sync", "acme/helpdesk-sync"): the turn does not say which it asks about.
     Only names some candidate gives an owner are looked up, in the owner's questions that hold
     them, whether or not those are candidates: a question about the other owner's repository
-    may share nothing else with the turn."""
-    alone = repositories_named_alone(turn.text, [claim.question for claim in candidates])
+    may share nothing else with the turn. Those questions are read leaving out the ones that
+    name an owner already seen, so that thousands of questions about lumen's repository do not
+    hide the one about acme's (a question that names both owners is left out too)."""
+    questions = [claim.question for claim in candidates]
     ambiguous = set()
-    for name in sorted(alone):
-        searched = normalize(name).search_words
-        naming = store.near_claims(turn.owner, searched, limit=OWNERS_READ) if searched else []
-        owners = {
-            owner
-            for claim in [*candidates, *naming]
-            for named, owner in owned_repositories(claim.question)
-            if named == name
-        }
+    for name in sorted(repositories_named_alone(turn.text, questions)):
+        owners = {owner for text in questions for named, owner in owned_repositories(text)
+                  if named == name}  # fmt: skip
+        if len(owners) < 2:
+            owners |= _other_owners(store, turn.owner, name, owners)
         if len(owners) > 1:
             ambiguous.add(name)
     return frozenset(ambiguous)
+
+
+def _other_owners(store: SyncStore, owner: str, name: str, seen: set[str]) -> set[str]:
+    """The owners other than `seen` that the owner's questions give the repository `name`."""
+    (word, *_more) = normalize(name).search_words or [""]
+    if not word:
+        return set()
+    without = sorted({w for found in seen for w in normalize(found).search_words} - {word})
+    naming = store.claims_holding_without(owner, word, without, limit=OWNERS_READ)
+    return {
+        other
+        for claim in naming
+        for named, other in owned_repositories(claim.question)
+        if named == name and other not in seen
+    }
 
 
 def unaskable(turn: Turn) -> Decision | None:

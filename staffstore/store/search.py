@@ -77,6 +77,13 @@ class ClaimSearch(Protocol):
         (a claim in both parts comes once)."""
         ...
 
+    def holding_without(
+        self, owner: str, word: str, without: Sequence[str], limit: int
+    ) -> list[Claim]:
+        """The owner's claims whose search key holds `word` and none of `without`, by rowid, at
+        most `limit`."""
+        ...
+
     def rowids_holding(self, words: Sequence[str], owner: str) -> dict[str, list[int]]:
         """For each word, the rowids of claims whose search key holds it, ascending; the
         owner's at least (SQLite reads a word's whole doclist; the caller checks owners)."""
@@ -161,6 +168,14 @@ class SqliteClaimSearch:
         rows = self.db.fetchall(sql + " LIMIT ?", [*params, limit])
         unique = {row[0]: row for row in rows}  # a claim can come from both halves
         return [row_to_claim(row) for row in unique.values()]
+
+    def holding_without(
+        self, owner: str, word: str, without: Sequence[str], limit: int
+    ) -> list[Claim]:
+        match = fts_phrase(word)
+        if without:
+            match += " NOT (" + " OR ".join(fts_phrase(w) for w in without) + ")"
+        return self._matching(f"search_key : ({match})", owner, limit, ranked=False)
 
     def rowids_holding(self, words: Sequence[str], owner: str) -> dict[str, list[int]]:
         return {
@@ -310,6 +325,18 @@ class PostgresClaimSearch:
         for claim in self._claims(rowids[:left]):
             found.setdefault(claim.id, claim)
         return list(found.values())
+
+    def holding_without(
+        self, owner: str, word: str, without: Sequence[str], limit: int
+    ) -> list[Claim]:
+        phrase = fts_tokens(word)
+        if not phrase:
+            return []  # FTS5 matches a phrase without a token nowhere
+        left_out = [[tokens] for w in without if (tokens := fts_tokens(w))]
+        rowids = set(self._holding(owner, [[phrase]]))
+        if left_out:
+            rowids -= set(self._holding(owner, left_out))
+        return self._claims(sorted(rowids)[:limit])
 
     def rowids_holding(self, words: Sequence[str], owner: str) -> dict[str, list[int]]:
         # One query for every word's doclist: the lookups are round trips to a server here.

@@ -128,6 +128,13 @@ class SyncStore(
                 break
         return found[:limit]
 
+    def claims_holding_without(
+        self, owner: str, word: str, without: Sequence[str], *, limit: int = 64
+    ) -> list[Claim]:
+        """The owner's claims whose question holds `word` and none of `without`, by rowid, at
+        most `limit`: "api-gateway" in questions that do not name "lumen", however many do."""
+        return self.db.search.holding_without(owner, word, without, limit)
+
     def near_claims(self, owner: str, rare: Sequence[str], *, limit: int = 64) -> list[Claim]:
         """Claims whose question holds all words of `rare` but one: a typo or one changed word."""
         if not rare:
