@@ -40,7 +40,7 @@ from ..store.rows import as_of
 from ..text.interning import QUESTIONS_CACHED
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
-from ..text.respelling import owned_repositories, repositories_named_alone
+from ..text.respelling import owned_repositories, repositories_named_alone, repository_owners
 from ..text.slots import SLOTS, numbers_differ, topic_reading
 from ..text.spelling import is_common_word, typo_close
 from ..text.words import words
@@ -293,28 +293,25 @@ def second_look_candidates(
     return nearest
 
 
-def _unsaid_owner(text: str, question: str, ambiguous: frozenset[str]) -> tuple[str, str] | None:
-    """A repository of `question` that the turn `text` names without its owner where the store
-    holds that name under another owner too (`ambiguous`): (the name, the owner's name)."""
+def _unsaid_owner(question: str, ambiguous: frozenset[str]) -> tuple[str, str] | None:
+    """A repository of `question` that the turn names without its owner where the store holds
+    that name under another owner too (`ambiguous`, each named alone by the turn: see
+    ambiguous_repositories): (the name, the owner's name)."""
     for name, owner in owned_repositories(question):
-        if name in ambiguous and f"{owner}/" not in text.lower():
+        if name in ambiguous:
             return name, f"{owner}/{name}"
     return None
 
 
 def _vetoed(
-    text: str,
-    question: str,
-    comparison: Comparison,
-    names: frozenset[str],
-    ambiguous: frozenset[str],
+    question: str, comparison: Comparison, names: frozenset[str], ambiguous: frozenset[str]
 ) -> Assessment | None:
     """The second look's refusal of a candidate before any reading: another of the store's
     names (`name`), or a repository the turn does not say whose (`identifier`)."""
     renamed = _renamed(comparison, names)
     if renamed is not None:
         return Assessment("name", (renamed[0],), (renamed[1],))
-    unsaid = _unsaid_owner(text, question, ambiguous)
+    unsaid = _unsaid_owner(question, ambiguous)
     if unsaid is not None:
         return Assessment("identifier", (unsaid[0],), (unsaid[1],))
     return None
@@ -337,7 +334,7 @@ def _second_look(
     # another question, as a slot that differs is: its alignment would read the two names as
     # one word, and no score is asked. So is one whose repository the turn names without the
     # owner where the store has that name under two: the turn does not say which it asks of.
-    vetoed = [_vetoed(turn.text, claim.question, c, names, ambiguous) for claim, c in nearest]
+    vetoed = [_vetoed(claim.question, c, names, ambiguous) for claim, c in nearest]
     # The slots and the alignment read each other candidate, then the pair model those let
     # through.
     open_ = [claim.question for (claim, _c), v in zip(nearest, vetoed, strict=True) if v is None]
@@ -631,30 +628,22 @@ def ambiguous_repositories(
     name an owner already seen, so that thousands of questions about lumen's repository do not
     hide the one about acme's (a question that names both owners is left out too)."""
     questions = [claim.question for claim in candidates]
-    ambiguous = set()
-    for name in sorted(repositories_named_alone(turn.text, questions)):
-        owners = {owner for text in questions for named, owner in owned_repositories(text)
-                  if named == name}  # fmt: skip
-        if len(owners) < 2:
-            owners |= _other_owners(store, turn.owner, name, owners)
-        if len(owners) > 1:
-            ambiguous.add(name)
-    return frozenset(ambiguous)
+    owners = repository_owners(questions)
+    return frozenset(
+        name
+        for name in repositories_named_alone(turn.text, questions)
+        if len(owners[name]) > 1 or _other_owners(store, turn.owner, name, owners[name])
+    )
 
 
 def _other_owners(store: SyncStore, owner: str, name: str, seen: set[str]) -> set[str]:
     """The owners other than `seen` that the owner's questions give the repository `name`."""
-    (word, *_more) = normalize(name).search_words or [""]
-    if not word:
+    words = normalize(name).search_words
+    if not words:
         return set()
-    without = sorted({w for found in seen for w in normalize(found).search_words} - {word})
-    naming = store.claims_holding_without(owner, word, without, limit=OWNERS_READ)
-    return {
-        other
-        for claim in naming
-        for named, other in owned_repositories(claim.question)
-        if named == name and other not in seen
-    }
+    without = sorted({w for found in seen for w in normalize(found).search_words} - {words[0]})
+    naming = store.claims_holding_without(owner, words[0], without, limit=OWNERS_READ)
+    return repository_owners([claim.question for claim in naming]).get(name, set()) - seen
 
 
 def unaskable(turn: Turn) -> Decision | None:

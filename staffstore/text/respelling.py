@@ -58,13 +58,18 @@ def owned_repositories(text: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def shared_names(texts: Sequence[str]) -> frozenset[str]:
-    """The repository names that these texts give two or more owners."""
+def repository_owners(texts: Sequence[str]) -> dict[str, set[str]]:
+    """Each repository name these texts give an owner, with the owners they give it."""
     owners: dict[str, set[str]] = {}
     for text in texts:
         for name, owner in owned_repositories(text):
             owners.setdefault(name, set()).add(owner)
-    return frozenset(name for name, found in owners.items() if len(found) > 1)
+    return owners
+
+
+def shared_names(texts: Sequence[str]) -> frozenset[str]:
+    """The repository names that these texts give two or more owners."""
+    return frozenset(name for name, found in repository_owners(texts).items() if len(found) > 1)
 
 
 @lru_cache(maxsize=4_096)
