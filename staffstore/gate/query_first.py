@@ -10,7 +10,8 @@ reason code a person can read:
     follow_up            the turn leans on context it does not carry ("and why?", "the second
                          one", "what does this error mean?")
     no_candidate         no stored question shares its words
-    below_threshold      the nearest stored question asks something else
+    below_threshold      the nearest stored question asks something else, or the second
+                         look scored it under the budget's threshold (the miss gives both)
     changed_requirement  nearly the stored question, but a number, version, name, platform,
                          date, negation, repository or another slot differs (`differs_in`
                          names the slot the second look found)
@@ -454,6 +455,27 @@ def decide(
                     assessment.probability,
                     claim,
                     assessment,
+                    threshold=default_model().threshold_for(budget, claim.question),
+                    budget=budget,
+                )
+            if (
+                reason == "changed_requirement"
+                and looked is not None
+                and looked[0].id == claim.id
+                and looked[1].probability
+            ):
+                # The words differ in a way the strict test reads as another requirement (one
+                # word swapped: "big" / "size", "fired" / "triggered", "did" / "will"), but the
+                # second look read the nearest question, found no slot that differs and scored
+                # it: the turn missed by its score, and a looser budget may serve it. Said so,
+                # with the score and the threshold it fell short of, and the words as typed.
+                probability = looked[1].probability
+                return _miss(
+                    "below_threshold",
+                    probability,
+                    claim,
+                    asked_only=_as_typed(nearest.extra, asked),
+                    stored_only=_as_typed(nearest.missing, normalize(claim.question)),
                     threshold=default_model().threshold_for(budget, claim.question),
                     budget=budget,
                 )
