@@ -190,6 +190,11 @@ TARGETS = {
     "import_seconds_at_100k": 8.0,
     "import_seconds_at_1m": 90.0,
     "pair_model_turn_p99_ms_at_100k": 25.0,
+    # Issue 41's rule for a learned scorer: "keep its cost inside these figures for hits and
+    # report the miss path's figures with and without it". The turns above count every turn,
+    # the near misses the pair model reads among them; these count the hits alone, by any path.
+    "hit_p99_ms_at_100k": 2.0,
+    "hit_p99_ms_at_1m": 5.0,
 }
 
 
@@ -206,6 +211,8 @@ def meets_targets(results: list[dict[str, Any]]) -> dict[str, bool]:
             r["gc_pauses"]["all"]["max_ms"] <= TARGETS["gc_pause_ms_at_100k"]
         )
         met["import_seconds_at_100k"] = r["import_seconds"] <= TARGETS["import_seconds_at_100k"]
+        if r.get("hit_ms", {}).get("p99") is not None:
+            met["hit_p99_ms_at_100k"] = r["hit_ms"]["p99"] <= TARGETS["hit_p99_ms_at_100k"]
         paired = r["pair_model_turn_ms"].get("p99")
         if paired is not None:
             met["pair_model_turn_p99_ms_at_100k"] = (
@@ -217,6 +224,8 @@ def meets_targets(results: list[dict[str, Any]]) -> dict[str, bool]:
             r["query_first_ms"]["p99"] <= TARGETS["query_first_p99_ms_at_1m"]
         )
         met["import_seconds_at_1m"] = r["import_seconds"] <= TARGETS["import_seconds_at_1m"]
+        if r.get("hit_ms", {}).get("p99") is not None:
+            met["hit_p99_ms_at_1m"] = r["hit_ms"]["p99"] <= TARGETS["hit_p99_ms_at_1m"]
     return met
 
 
@@ -320,6 +329,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     pauses = Pauses()
     pair = default_pair_model()
     strict_ms: list[float] = []  # served by the strict test
+    hit_ms: list[float] = []  # served, by the strict test or the second look
     paired_ms: list[float] = []  # turns that reached the pair model
     unpaired_ms: list[float] = []  # every other turn (issue 41: figures with and without it)
     async with StaffStore.open(db) as store:
@@ -335,6 +345,8 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
             hits += decision.hit
             if decision.hit and decision.claim is not None and decision.claim.question != question:
                 false_hits.append({"asked": text, "served": decision.claim.question})
+            if decision.hit:
+                hit_ms.append(elapsed)
             if decision.hit and decision.threshold is None:
                 strict_ms.append(elapsed)
             (paired_ms if pair.calls > scored else unpaired_ms).append(elapsed)
@@ -382,6 +394,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
             "mean": round(statistics.fmean(latencies), 3),
         },
         "strict_hit_ms": _summary(strict_ms),
+        "hit_ms": _summary(hit_ms),
         "pair_model_turn_ms": _summary(paired_ms),
         "other_turn_ms": _summary(unpaired_ms),
         # What the caches the gate fills cost the garbage collector: each full collection

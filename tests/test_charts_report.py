@@ -314,6 +314,7 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
                         "full_collections": {"count": 3, "max_ms": 211.6},
                         "batch_jsonl": {"queries_per_second": 777.0},
                         "strict_hit_ms": {"count": 2500, "p50": 0.526, "p99": 1.1},
+                        "hit_ms": {"count": 2500, "p50": 0.53, "p99": 1.234},
                         "pair_model_turn_ms": {"count": 82, "p50": 5.0, "p99": 9.951},
                         "other_turn_ms": {"count": 4918, "p50": 0.9, "p99": 3.456},
                         "gc_pauses": {"all": {"count": 900, "max_ms": 2.34, "p99_ms": 1.0}},
@@ -322,10 +323,15 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
                     }
                 ],
                 "pair_model_ms": {"count": 1000, "p50": 3.69, "p99": 4.461},
-                "targets": {"query_first_p99_ms_at_100k": 2.0, "gc_pause_ms_at_100k": 5.0},
+                "targets": {
+                    "query_first_p99_ms_at_100k": 2.0,
+                    "gc_pause_ms_at_100k": 5.0,
+                    "hit_p99_ms_at_100k": 2.0,
+                },
                 "meets_targets": {
                     "query_first_p99_ms_at_100k": False,
                     "gc_pause_ms_at_100k": True,
+                    "hit_p99_ms_at_100k": True,
                 },
             }
         ),
@@ -337,16 +343,18 @@ def test_report_quotes_the_store_benchmark_ledger(tmp_path: Path) -> None:
     )
     text = results_markdown(read_ledgers(folder))
     row = (
-        "| 100,000 | 12.35 s | 250 MiB + 87 MiB helper | 1.23 ms | 4.32 ms | 0.53 ms | 9.95 ms |"
-        " 3.46 ms | 7 of 5,000 |"
+        "| 100,000 | 12.35 s | 250 MiB + 87 MiB helper | 1.23 ms | 4.32 ms | 0.53 ms | 1.23 ms |"
+        " 9.95 ms | 3.46 ms | 7 of 5,000 |"
         " 3; longest 2.3 ms | 777/s |"
     )
     assert row in text
     assert "The pair model alone, one pair: p50 3.69 ms, p99 4.46 ms" in text
     assert (
         "Targets (issue 41): query_first p99 at 100,000 claims <= 2 ms: not met;"
-        " no collection pause over 5 ms at 100,000: met." in text
+        " no collection pause over 5 ms at 100,000: met;"
+        " a hit's query_first p99 at 100,000 <= 2 ms: met." in text
     )
+    assert "The hit targets are the issue's rule for a learned scorer" in text
 
 
 def test_a_store_ledger_written_before_the_paths_were_timed_apart_shows_dashes(
@@ -369,10 +377,14 @@ def test_a_store_ledger_written_before_the_paths_were_timed_apart_shows_dashes(
         json.dumps({"file": "x.jsonl", "modes": {}}), encoding="utf-8"
     )
     text = results_markdown(read_ledgers(folder))
-    assert "| 1,000 | 0.10 s | - | 1.00 ms | 2.00 ms | - | - | - | - | 0; longest - | 9/s |" in text
+    assert (
+        "| 1,000 | 0.10 s | - | 1.00 ms | 2.00 ms | - | - | - | - | - | 0; longest - | 9/s |"
+        in text
+    )
     assert "| 2,000 | 0.10 s | 75 MiB | 1.00 ms |" in text
     assert "| 3,000 | 0.10 s | 80 MiB | 1.00 ms |" in text
     assert "Targets (issue 41)" not in text
+    assert "The hit targets" not in text
     assert "The pair model alone" not in text
 
 
