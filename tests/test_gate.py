@@ -210,12 +210,25 @@ async def test_a_word_swap_the_second_look_scored_misses_by_its_score_and_names_
     # One word swapped reads as another requirement to the strict test; but no slot differs,
     # and the second look scored the pair: the miss says by how much it fell short (a looser
     # budget may serve it), not that a requirement changed.
-    await put("Did the 2.3 release ship on time?", "Yes, on the 4th.")
-    decision = await ask(store, "Will the 2.3 release ship on time?")
+    await put("How big is the northwind-media-prod S3 bucket?", "41 TB")
+    decision = await ask(store, "What size is the northwind-media-prod S3 bucket?")
     assert (decision.outcome, decision.reason) == ("miss", "below_threshold")
     assert decision.score is not None and decision.threshold is not None
     assert decision.score < decision.threshold
     assert decision.budget == DEFAULT_BUDGET
+    assert (decision.asked_only, decision.stored_only) == (["size"], ["big"])
+
+
+@pytest.mark.parametrize("budget", [0.001, 0.01, 0.05])
+async def test_a_forecast_is_never_served_what_happened(
+    store: StaffStore, put: PutClaim, budget: float
+) -> None:
+    # The pair model and the trees scored this pair 0.948, which the 1% budget served: the
+    # second look now reads past against future as the time slot, as the strict test does.
+    await put("Did the 2.3 release ship on time?", "Yes, on the 4th.")
+    decision = await ask(store, "Will the 2.3 release ship on time?", gate_budget=budget)
+    assert (decision.outcome, decision.reason) == ("miss", "changed_requirement")
+    assert decision.differs_in == "time"
     assert (decision.asked_only, decision.stored_only) == (["will"], ["did"])
 
 

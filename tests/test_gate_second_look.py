@@ -83,6 +83,10 @@ async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
             "quantifier",
         ),
         ("What failed in the build yesterday?", "What failed in the build last week?", "time"),
+        # What happened against a forecast: past and future auxiliaries.
+        ("Will the 2.3 release ship on time?", "Did the 2.3 release ship on time?", "time"),
+        ("When was the cert on api.globex.com rotated?",
+         "When will the cert on api.globex.com be rotated?", "time"),
         ("Is MFA enforced for Okta users?", "Is MFA enforced for Azure users?", "name"),
         (
             "Why won't the cart-api HPA scale?",
@@ -167,6 +171,10 @@ def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> 
         ("What version does the prod VPC pin?", "Which version does the prod VPC pin?"),
         ("How exactly does the autoscaler pick a node?", "How does the autoscaler pick a node?"),
         ("How big is the orders table?", "What is the size of the orders table?"),
+        # Present and future, or present and past, stay one question.
+        ("When will the cert on api.globex.com expire?",
+         "When does the cert on api.globex.com expire?"),
+        ("Why was the nightly build rejected?", "Why is the nightly build rejected?"),
     ],
 )  # fmt: skip
 def test_what_a_paraphrase_changes_is_no_slot(asked: str, stored: str) -> None:

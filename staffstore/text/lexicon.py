@@ -13,7 +13,7 @@ consistent, not a real word.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from itertools import combinations
 
@@ -203,6 +203,23 @@ WITHIN_PHRASE = frozenset(
     "a an the so such very really actually yet currently also basically certain some any "
     "either anything something our ours".split()
 )
+#: Auxiliaries that set a question in the past, and in the future.
+PAST_AUXILIARIES = frozenset({"did", "was", "were", "had"})
+FUTURE_AUXILIARIES = frozenset({"will", "shall"})
+
+
+def tense_of(words: Iterable[str]) -> frozenset[str]:
+    """PAST_AUXILIARIES or FUTURE_AUXILIARIES when the words set a question in only that time,
+    else no words. "Did Trump win?" (what happened) is not "Will Trump win?" (a forecast);
+    present and past, or present and future, stay one question ("Why was the build
+    rejected?", "When does/will the certificate expire?")."""
+    seen = set(words)
+    past, future = bool(seen & PAST_AUXILIARIES), bool(seen & FUTURE_AUXILIARIES)
+    if past != future:
+        return PAST_AUXILIARIES if past else FUTURE_AUXILIARIES
+    return frozenset()
+
+
 DETERMINERS = frozenset("a an the my your his her its their this these those".split())
 # A sentence-final "do" is the main verb: "what does melanin do?" is not "what is melanin?".
 _DO = frozenset({"do", "does", "did", "done"})

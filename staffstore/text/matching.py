@@ -36,8 +36,10 @@ from .lexicon import (
     COUNTS,
     DETERMINERS,
     EVER_KEEPS,
+    FUTURE_AUXILIARIES,
     GET_FORMS,
     ONE_AS_PRONOUN,
+    PAST_AUXILIARIES,
     PHRASE_MARKS,
     PREPOSITIONS,
     SAME_BESIDE,
@@ -49,6 +51,7 @@ from .lexicon import (
     is_participle,
     makers,
     stem,
+    tense_of,
     tokens_and_marks,
 )
 from .rephrasing import Side, is_rephrasing
@@ -303,11 +306,6 @@ def compare(turn: Normalized, claim: Normalized, names: frozenset[str] = frozens
     return Comparison(same, similarity, missing, extra, order_ok)
 
 
-#: Auxiliaries that set a question in the past, and in the future.
-_PAST = frozenset({"did", "was", "were", "had"})
-_FUTURE = frozenset({"will", "shall"})
-
-
 def _told_apart_by_function_words(
     turn: Sequence[str], claim: Sequence[str]
 ) -> tuple[frozenset[str], frozenset[str]] | None:
@@ -316,8 +314,7 @@ def _told_apart_by_function_words(
 
     Function words are not content, but two of their differences change what is asked: "Python
     or Java?" (which one) is not "Python and Java?" (both), and "Did Trump win?" (what happened)
-    is not "Will Trump win?" (a forecast). Present and past, or present and future, stay one
-    question ("Why was the build rejected?", "When does/will the certificate expire?").
+    is not "Will Trump win?" (a forecast): lexicon.tense_of.
     """
     if turn.count("or") != claim.count("or"):
         turn_joins, claim_joins = {"and", "or"} & set(turn), {"and", "or"} & set(claim)
@@ -326,19 +323,10 @@ def _told_apart_by_function_words(
             extra = {"or"} if turn.count("or") > claim.count("or") else set()
             missing = {"or"} - extra
         return frozenset(extra), frozenset(missing)
-    tenses = (_tense(turn), _tense(claim))
-    if set(tenses) == {_PAST, _FUTURE}:
+    tenses = (tense_of(turn), tense_of(claim))
+    if set(tenses) == {PAST_AUXILIARIES, FUTURE_AUXILIARIES}:
         return frozenset(tenses[0] & set(turn)), frozenset(tenses[1] & set(claim))
     return None
-
-
-def _tense(words: Sequence[str]) -> frozenset[str]:
-    """_PAST or _FUTURE when the words set a question in only that time, else no words."""
-    past = any(word in _PAST for word in words)
-    future = any(word in _FUTURE for word in words)
-    if past != future:
-        return _PAST if past else _FUTURE
-    return frozenset()
 
 
 def _same_beside(mapped: list[str], claim: Normalized) -> list[str]:
