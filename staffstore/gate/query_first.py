@@ -465,7 +465,7 @@ def decide(
                 and looked[1].probability
             ):
                 # The words differ in a way the strict test reads as another requirement (one
-                # word swapped: "big" / "size", "fired" / "triggered", "did" / "will"), but the
+                # word swapped: "big" / "size", "fired" / "triggered"), but the
                 # second look read the nearest question, found no slot that differs and scored
                 # it: the turn missed by its score, and a looser budget may serve it. Said so,
                 # with the score and the threshold it fell short of, and the words as typed.
