@@ -459,27 +459,6 @@ def decide(
                     budget=budget,
                 )
             if (
-                reason == "changed_requirement"
-                and looked is not None
-                and looked[0].id == claim.id
-                and looked[1].probability
-            ):
-                # The words differ in a way the strict test reads as another requirement (one
-                # word swapped: "big" / "size", "fired" / "triggered"), but the
-                # second look read the nearest question, found no slot that differs and scored
-                # it: the turn missed by its score, and a looser budget may serve it. Said so,
-                # with the score and the threshold it fell short of, and the words as typed.
-                probability = looked[1].probability
-                return _miss(
-                    "below_threshold",
-                    probability,
-                    claim,
-                    asked_only=_as_typed(nearest.extra, asked),
-                    stored_only=_as_typed(nearest.missing, normalize(claim.question)),
-                    threshold=default_model().threshold_for(budget, claim.question),
-                    budget=budget,
-                )
-            if (
                 reason == "below_threshold"
                 and looked is not None
                 and looked[0].id == claim.id
@@ -496,12 +475,29 @@ def decide(
                     assessment,
                     differs_in=assessment.reason,
                 )
+            score, threshold, at_budget = nearest.similarity, None, None
+            if (
+                reason == "changed_requirement"
+                and looked is not None
+                and looked[0].id == claim.id
+                and looked[1].probability
+            ):
+                # The words differ in a way the strict test reads as another requirement (one
+                # word swapped: "big" / "size", "fired" / "triggered"), but the second look read
+                # the nearest question, found no slot that differs and scored it: the turn
+                # missed by its score, and a looser budget may serve it. Said so, with the score
+                # and the threshold it fell short of.
+                reason, score = "below_threshold", looked[1].probability
+                threshold = default_model().threshold_for(budget, claim.question)
+                at_budget = budget
             return _miss(
                 reason,
-                nearest.similarity,
+                score,
                 claim,
                 asked_only=_as_typed(nearest.extra, asked),
                 stored_only=_as_typed(nearest.missing, normalize(claim.question)),
+                threshold=threshold,
+                budget=at_budget,
                 differs_in=looked[1].reason if looked is not None else None,
             )
 

@@ -208,16 +208,24 @@ PAST_AUXILIARIES = frozenset({"did", "was", "were", "had"})
 FUTURE_AUXILIARIES = frozenset({"will", "shall"})
 
 
-def tense_of(words: Iterable[str]) -> frozenset[str]:
-    """PAST_AUXILIARIES or FUTURE_AUXILIARIES when the words set a question in only that time,
-    else no words. "Did Trump win?" (what happened) is not "Will Trump win?" (a forecast);
-    present and past, or present and future, stay one question ("Why was the build
-    rejected?", "When does/will the certificate expire?")."""
-    seen = set(words)
-    past, future = bool(seen & PAST_AUXILIARIES), bool(seen & FUTURE_AUXILIARIES)
-    if past != future:
-        return PAST_AUXILIARIES if past else FUTURE_AUXILIARIES
-    return frozenset()
+def tense_words(words: Iterable[str]) -> frozenset[str]:
+    """The auxiliaries among `words` that set a question in only the past ("did", "was") or
+    only the future ("will"), else none: where it says both, or neither, it has no tense here."""
+    seen = frozenset(words)
+    past, future = seen & PAST_AUXILIARIES, seen & FUTURE_AUXILIARIES
+    if past and future:
+        return frozenset()
+    return past or future
+
+
+def opposite_tenses(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two questions' tense_words set one in the past and the other in the future.
+    "Did Trump win?" (what happened) is not "Will Trump win?" (a forecast); present and past,
+    or present and future, stay one question ("Why was the build rejected?", "When does/will
+    the certificate expire?")."""
+    past = PAST_AUXILIARIES.issuperset
+    future = FUTURE_AUXILIARIES.issuperset
+    return bool(one and other) and ((past(one) and future(other)) or (future(one) and past(other)))
 
 
 DETERMINERS = frozenset("a an the my your his her its their this these those".split())

@@ -36,10 +36,8 @@ from .lexicon import (
     COUNTS,
     DETERMINERS,
     EVER_KEEPS,
-    FUTURE_AUXILIARIES,
     GET_FORMS,
     ONE_AS_PRONOUN,
-    PAST_AUXILIARIES,
     PHRASE_MARKS,
     PREPOSITIONS,
     SAME_BESIDE,
@@ -50,8 +48,9 @@ from .lexicon import (
     is_name,
     is_participle,
     makers,
+    opposite_tenses,
     stem,
-    tense_of,
+    tense_words,
     tokens_and_marks,
 )
 from .rephrasing import Side, is_rephrasing
@@ -314,7 +313,7 @@ def _told_apart_by_function_words(
 
     Function words are not content, but two of their differences change what is asked: "Python
     or Java?" (which one) is not "Python and Java?" (both), and "Did Trump win?" (what happened)
-    is not "Will Trump win?" (a forecast): lexicon.tense_of.
+    is not "Will Trump win?" (a forecast): lexicon.opposite_tenses.
     """
     if turn.count("or") != claim.count("or"):
         turn_joins, claim_joins = {"and", "or"} & set(turn), {"and", "or"} & set(claim)
@@ -323,10 +322,8 @@ def _told_apart_by_function_words(
             extra = {"or"} if turn.count("or") > claim.count("or") else set()
             missing = {"or"} - extra
         return frozenset(extra), frozenset(missing)
-    tenses = (tense_of(turn), tense_of(claim))
-    if set(tenses) == {PAST_AUXILIARIES, FUTURE_AUXILIARIES}:
-        return frozenset(tenses[0] & set(turn)), frozenset(tenses[1] & set(claim))
-    return None
+    tenses = (tense_words(turn), tense_words(claim))
+    return tenses if opposite_tenses(*tenses) else None
 
 
 def _same_beside(mapped: list[str], claim: Normalized) -> list[str]:

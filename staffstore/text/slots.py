@@ -33,13 +33,7 @@ from datetime import date
 from functools import lru_cache
 
 from .interning import QUESTIONS_CACHED, share_sets
-from .lexicon import (
-    FUTURE_AUXILIARIES,
-    NUMBER_WORDS,
-    PAST_AUXILIARIES,
-    canonical,
-    tense_of,
-)
+from .lexicon import NUMBER_WORDS, canonical, opposite_tenses, tense_words
 from .spelling import same_word
 from .words import (
     FUNCTION_WORDS,
@@ -353,7 +347,7 @@ class Slots:
     #: ("console-web": ("web", "console-web")).
     glued_environments: frozenset[tuple[str, str]] = frozenset()
     #: The auxiliaries that set the question in only the past ("did", "was") or only the
-    #: future ("will"), else none (lexicon.tense_of).
+    #: future ("will"), else none (lexicon.tense_words).
     tense: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -762,12 +756,6 @@ def numbers(text: str) -> tuple[str, ...]:
     )
 
 
-def _tense_words(low: str) -> frozenset[str]:
-    """The auxiliaries that set a question in only the past or only the future: its tense."""
-    plain = re.findall(r"[a-z]+", low)
-    return tense_of(plain) & frozenset(plain)
-
-
 @lru_cache(maxsize=QUESTIONS_CACHED)
 def slots(text: str) -> Slots:
     """What a question says in each slot."""
@@ -801,7 +789,7 @@ def slots(text: str) -> Slots:
         deictic=frozenset(
             " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
         ),
-        tense=_tense_words(low),
+        tense=tense_words(re.findall(r"[a-z]+", low)),
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
         numbers=numbers(text),
         identifiers=frozenset(
@@ -1181,7 +1169,7 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("aggregate", a.aggregates, b.aggregates)
     if a.deictic != b.deictic:
         differ("time", a.deictic, b.deictic)
-    elif {tense_of(a.tense), tense_of(b.tense)} == {PAST_AUXILIARIES, FUTURE_AUXILIARIES}:
+    elif opposite_tenses(a.tense, b.tense):
         # What happened against a forecast ("did the release ship" / "will it ship"), as the
         # strict test reads them (matching._told_apart_by_function_words).
         differ("time", a.tense, b.tense)
