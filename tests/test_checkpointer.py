@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -66,6 +67,32 @@ async def test_stop_copies_what_was_written_since_the_last_pass(
     assert checkpointer.passes == 1
     assert checkpointer.last is not None
     assert checkpointer.last.copied_frames == checkpointer.last.wal_frames > 0
+
+
+async def test_its_connection_holds_the_wal_once_started(
+    store: StaffStore, db_path: Path
+) -> None:
+    wal = str(db_path) + "-wal"
+    before = _descriptors_on(wal)
+    checkpointer = Checkpointer(db_path, interval=3_600)  # never wakes on its own
+    checkpointer.start()
+    try:
+        # Open before its first pass: nothing of the server's opens later, under a request.
+        assert _descriptors_on(wal) == before + 1
+    finally:
+        checkpointer.stop()
+    assert _descriptors_on(wal) == before
+
+
+def _descriptors_on(path: str) -> int:
+    """How many of this process's descriptors are open on `path`."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}") == path
+        except OSError:
+            continue
+    return count
 
 
 def test_a_database_it_cannot_open_is_logged_not_raised(

@@ -74,6 +74,11 @@ class Checkpointer:
     def _run(self) -> None:
         try:
             connection = sqlite3.connect(self.path, isolation_level=None)
+            # SQLite opens the WAL and its index on a connection's first statement: read once
+            # now, so that a server holds every descriptor on its database once it serves (the
+            # first pass opened them half a second later, under a running request) and a WAL
+            # that cannot be opened is said at start.
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.Error as error:
             _log.warning("WAL checkpoints stay on the request path: %s", error)
             self._ready.set()
