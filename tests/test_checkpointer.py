@@ -69,9 +69,7 @@ async def test_stop_copies_what_was_written_since_the_last_pass(
     assert checkpointer.last.copied_frames == checkpointer.last.wal_frames > 0
 
 
-async def test_its_connection_holds_the_wal_once_started(
-    store: StaffStore, db_path: Path
-) -> None:
+async def test_its_connection_holds_the_wal_once_started(store: StaffStore, db_path: Path) -> None:
     wal = str(db_path) + "-wal"
     before = _descriptors_on(wal)
     checkpointer = Checkpointer(db_path, interval=3_600)  # never wakes on its own

@@ -53,6 +53,80 @@ def test_spelling_variants_ask_the_same_question(asked: str, stored: str) -> Non
     assert same(asked, stored)
 
 
+#: Closed classes that say one thing two ways (issue 37): a percentile, a version, a unit of
+#: time as engineers shorten them, "without" and "with no", "what time" and "when", "what
+#: number of" and "how many", an ordinal in words.
+ONE_THING_TWO_WAYS = [
+    (
+        "What was the 95th percentile build time last week?",
+        "What was the p95 build time last week?",
+    ),
+    ("What was the 99th pct latency of checkout-api?", "What was the p99 latency of checkout-api?"),
+    (
+        "What was the 50th percentile latency of checkout-api?",
+        "What was the p50 latency of checkout-api?",
+    ),
+    ("What was the median latency of checkout-api?", "What was the p50 latency of checkout-api?"),
+    ("Did the deploy of version 2.1 finish?", "Did the deploy of v2.1 finish?"),
+    ("Which flags changed in ver. 3 of the client?", "Which flags changed in v3 of the client?"),
+    (
+        "How many pods ran in prod for 2 hrs or more?",
+        "How many pods ran in prod for 2 hours or more?",
+    ),
+    ("How many alerts fired in the last 24h?", "How many alerts fired in the last 24 hours?"),
+    ("How many deploys did we do last wk?", "How many deploys did we do last week?"),
+    ("How many signups did we get last mo?", "How many signups did we get last month?"),
+    ("How many tickets were closed this yr?", "How many tickets were closed this year?"),
+    ("Why does the job stop after 10 mins?", "Why does the job stop after 10 minutes?"),
+    (
+        "Can we rotate the TLS cert without a restart?",
+        "Can we rotate the TLS cert with no restart?",
+    ),
+    ("What time does the nightly backup start?", "When does the nightly backup start?"),
+    ("What number of pods run in billing-prod?", "How many pods run in billing-prod?"),
+    ("What is the number of open incidents?", "How many open incidents?"),
+    ("Who reviewed the seventh PR of the refactor?", "Who reviewed the 7th PR of the refactor?"),
+]
+
+
+@pytest.mark.parametrize(("asked", "stored"), ONE_THING_TWO_WAYS)
+def test_a_closed_class_said_two_ways_is_one_question(asked: str, stored: str) -> None:
+    assert same(asked, stored)
+    assert same(stored, asked)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        (
+            "What was the 95th percentile build time last week?",
+            "What was the p99 build time last week?",
+        ),
+        ("What was the median build time last week?", "What was the average build time last week?"),
+        ("Did the deploy of version 2.1 finish?", "Did the deploy of v2.2 finish?"),
+        ("How many alerts fired in the last 24h?", "How many alerts fired in the last 48 hours?"),
+        ("How many deploys did we do last wk?", "How many deploys did we do last month?"),
+        (
+            "Can we rotate the TLS cert without a restart?",
+            "Can we rotate the TLS cert with a restart?",
+        ),
+        ("What time zone does the build server use?", "When does the build server use?"),
+        ("What was the number of signups in March?", "How many signups will we get in March?"),
+        (
+            "Who reviewed the seventh PR of the refactor?",
+            "Who reviewed the 8th PR of the refactor?",
+        ),
+        (
+            "What share of requests failed at 40 pct load?",
+            "What share of requests failed at p40 load?",
+        ),
+    ],
+)
+def test_the_same_classes_still_tell_two_values_apart(asked: str, stored: str) -> None:
+    assert not same(asked, stored)
+    assert not same(stored, asked)
+
+
 @pytest.mark.parametrize(
     ("asked", "stored"),
     [

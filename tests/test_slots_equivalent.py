@@ -48,7 +48,31 @@ SAME_STATE = [
 ]
 
 
-@pytest.mark.parametrize(("asked", "stored"), SAME_DAY + SAME_DEGREE + SAME_STATE)
+#: A number said two ways: an ordinal in words or digits, a thousands separator, a percentile
+#: in words or its short form (the median is the 50th).
+SAME_NUMBER = [
+    (
+        "Which is the third largest table in the warehouse?",
+        "Which is the 3rd largest table in the warehouse?",
+    ),
+    (
+        "Which is the second largest table in the warehouse?",
+        "Which is the 2nd largest table in the warehouse?",
+    ),
+    (
+        "What happens when the queue holds 1,000 messages?",
+        "What happens when the queue holds 1000 messages?",
+    ),
+    ("What was the median latency of checkout-api?", "What was the p50 latency of checkout-api?"),
+    ("What was the 95th pct latency of checkout-api?", "What was the p95 latency of checkout-api?"),
+    (
+        "Which 3rd-party libraries does the app ship?",
+        "Which third-party libraries does the app ship?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("asked", "stored"), SAME_DAY + SAME_DEGREE + SAME_STATE + SAME_NUMBER)
 def test_one_value_said_two_ways_is_one_value(asked: str, stored: str) -> None:
     assert differences(asked, stored) == []
     assert differences(stored, asked) == []
@@ -61,6 +85,19 @@ def test_one_value_said_two_ways_is_one_value(asked: str, stored: str) -> None:
         ("Why did the load fail on 2/17/25?", "Why did the load fail on 2025-02-18?"),
         ("Why did the load fail on 2/17/25?", "Why did the load fail on 2024-02-17?"),
         ("Why did the load fail on 4 March 2025?", "Why did the load fail on 4 April 2025?"),
+        # ... and another ordinal, or a share that is no percentile ("40 pct" is 40 percent).
+        (
+            "Which is the third largest table in the warehouse?",
+            "Which is the fourth largest table in the warehouse?",
+        ),
+        (
+            "Which is the second largest table in the warehouse?",
+            "Which is the third largest table in the warehouse?",
+        ),
+        (
+            "What share of requests failed at 40 pct load?",
+            "What share of requests failed at p40 load?",
+        ),
     ],
 )
 def test_another_day_still_differs_in_the_number_slot(asked: str, stored: str) -> None:

@@ -530,8 +530,12 @@ KEY_PROBES = [
     "How do I keep going when the build keeps failing?",
     "Which variable is used to set the key we use for hashing passwords?",
     "How long do 10⁶ requests take when x₂ is full-width \uff21\uff30\uff29 traffic?",
+    "What time did the 95th percentile of version 2.1 pass 24h without a retry?",
+    "What was the number of deploys last wk, and the median in mins?",
 ]
-KEY_DIGESTS = {13: "720004fc678c1e76"}
+#: Each version's digest over the probes as they stood when it was recorded (the probes grow
+#: with normalize: version 14's last two questions say nothing to version 13's rules).
+KEY_DIGESTS = {13: "720004fc678c1e76", 14: "8b81f4c401877369"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:

@@ -37,7 +37,9 @@ PAIR_SETS = (
 
 METHOD = (
     "A turn is served a stored claim when the strict test finds the same content words in "
-    "the same order (up to a few fixed alternations), or when the second look accepts it. "
+    "the same order (up to a few fixed alternations; forms that say one thing two ways are "
+    'read as one: "version 2.1" / "v2.1", "95th percentile" / "p95", "24h" / "24 hours", '
+    '"without" / "with no", "what time" / "when"), or when the second look accepts it. '
     "The second look first reads the turn in each stored question's words: a turn word that "
     "is no English word and no name of the store, one slip from a common word the stored "
     "question has (two in a word of eight letters or more, its first letter kept either way), "
@@ -52,7 +54,9 @@ METHOD = (
     '"did" / "will"), names, negation and polarity, quantifiers and scope, '
     "comparatives, platforms and environments, and the question's focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
-    "slot; two spellings of one value agree (a full date in any common notation, time and "
+    "slot; two spellings of one value agree (a full date in any common notation, an ordinal "
+    'in words or digits, "third" / "3rd", a number with or without its thousands separator, '
+    'a percentile in words or short, "the median" / "p50", time and '
     'number shorthand such as "yday", "last wk", "Jan \'25" or "currently" for "right now", a '
     'repository named without its owner, "the event-bus repo" / "northwind/event-bus"). '
     "It then aligns the two questions' remaining words softly (a static word "

@@ -125,6 +125,10 @@ _SYNONYMS = {
     "ts": "typescript", "py": "python", "cert": "certificate", "app": "application",
     "repo": "repository", "config": "configuration", "env": "environment", "min": "minute",
     "sec": "second", "s": "second", "ms": "millisecond", "hr": "hour", "info": "information",
+    # Units of time as engineers shorten them ("24h", "2 hrs", "last wk", "this yr", "last mo").
+    "h": "hour", "hrs": "hour", "wk": "week", "wks": "week", "yr": "year", "yrs": "year",
+    "mo": "month", "mos": "month",
+    "median": "p50",
     "docs": "documentation", "doc": "documentation", "dir": "directory", "folder": "directory",
     "char": "character", "versus": "vs", "occasionally": "sometimes", "impact": "affect",
     "retain": "keep", "bypass": "skip", "every": "all", "each": "all", "regarding": "about",
@@ -134,6 +138,8 @@ _SYNONYMS = {
     "somebody": "anyone", "someone": "anyone", "anybody": "anyone", "spike": "jump",
     "seq": "sequential", "fall": "drop", "prs": "pr",
     "first": "1th", "second": "2th", "third": "3th", "fourth": "4th", "fifth": "5th",
+    "sixth": "6th", "seventh": "7th", "eighth": "8th", "ninth": "9th", "tenth": "10th",
+    "eleventh": "11th", "twelfth": "12th",
     "simplest": "easiest", "simpler": "easier",  # not "simple":
     # "a simple sentence" and "simple interest" are terms
     "correct": "right", "proper": "right",

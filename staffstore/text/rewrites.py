@@ -53,6 +53,16 @@ _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), "", (",",)),  # 4,000 -> 4000
+    # A percentile in words is its short form: "the 95th percentile", "95 pctl" and "the 95th
+    # pct" are "p95" ("40 pct" with no ordinal is 40 percent).
+    (
+        re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl|pctile)\b"),
+        r"p\1",
+        ("percentile", "pctl", "pctile"),
+    ),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b"), r"p\1", ("pct",)),
+    # A version spelled out is its short form: "version 2.1" and "ver. 2.1" are "v2.1".
+    (re.compile(r"\b(?:version|ver\.?)\s*(?=\d)"), "v", ("ver",)),
     # A day of the month is a date, not an ordinal: "April 9th" -> "April 9".
     (
         re.compile(
@@ -72,6 +82,13 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
         _DIGITS,
     ),
     (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th", _DIGITS),  # 9th, ninth -> 9th
+    # Units of time as engineers shorten them after a number: "24h", "2 hrs", "3 wks", "10 mins".
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:hrs?|h)\b"), r"\1 hours", _DIGITS),
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:mins)\b"), r"\1 minutes", _DIGITS),
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:secs)\b"), r"\1 seconds", _DIGITS),
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:wks?)\b"), r"\1 weeks", _DIGITS),
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:mos|mths?)\b"), r"\1 months", _DIGITS),
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:yrs?)\b"), r"\1 years", _DIGITS),
     # 10mb -> 10 mb, 8s -> 8 s; ordinals are the rule above
     (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2", _DIGITS),
     # "in-cluster lookups" are "lookups in the cluster": keep the preposition a word.
@@ -117,6 +134,16 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
         ("long",),
     ),
     (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when", ("date", "day")),
+    # ... and "what time" ("what time zone" asks for a zone).
+    (re.compile(r"\bwhat\s+time\b(?!\s*-?\s*zones?\b)"), "when", ("time",)),
+    # "what (is the) number of" asks "how many", its auxiliary kept for the tense it sets.
+    (
+        re.compile(r"\bwhat\s+(?:(is|was|are|were)\s+)?(?:the\s+)?number\s+of\b"),
+        r"how many \1",
+        ("number",),
+    ),
+    # "without a restart" says what "with no restart" says.
+    (re.compile(r"\bwithout(?:\s+(?:a|an|any))?\b"), "with no", ("without",)),
     (re.compile(r"\bcompared\s+(?:to|with)\b"), "vs", ("compared",)),
     (
         re.compile(

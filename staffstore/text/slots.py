@@ -1039,6 +1039,10 @@ _UNIT_SHORT = {
     "mths": "months", "yr": "year", "yrs": "years", "hr": "hour", "hrs": "hours",
 }  # fmt: skip
 _TIME_LEAD = r"on|last|this|next|past|previous|per|every|since|until|by|a|\d+"
+_ORDINAL_WORDS = {
+    "third": "3rd", "fourth": "4th", "fifth": "5th", "sixth": "6th", "seventh": "7th",
+    "eighth": "8th", "ninth": "9th", "tenth": "10th", "eleventh": "11th", "twelfth": "12th",
+}  # fmt: skip
 
 
 def _weekday_short(match: re.Match[str]) -> str:
@@ -1090,8 +1094,20 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
      lambda match: f"first-part{match[1] or 'y'}"),
     (re.compile(r"\bb4\b", re.IGNORECASE), lambda _match: "before"),
     # A percentile in words: "the 75th percentile", "99th pct", "95th-percentile" are "p75"...
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl?|pctile)\b", re.IGNORECASE),
+    # ("40 pct" with no ordinal is 40 percent), and the median is the 50th percentile.
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl|pctile)\b", re.IGNORECASE),
      lambda match: f"p{match[1]}"),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b", re.IGNORECASE),
+     lambda match: f"p{match[1]}"),
+    (re.compile(r"\bmedian\b", re.IGNORECASE), lambda _match: "p50"),
+    # A number with a thousands separator is the number: "1,000" is "1000".
+    (re.compile(r"(?<=\d),(?=\d{3}\b)"), lambda _match: ""),
+    # An ordinal in words is the ordinal in digits: "the third largest" is "the 3rd largest"
+    # ("first" stays a word, which the polarity slot reads against "last"; "second" is an
+    # ordinal only after "the": "a second" is a unit of time).
+    (re.compile(rf"\b({'|'.join(_ORDINAL_WORDS)})\b(?![- ]part)", re.IGNORECASE),
+     lambda match: _ORDINAL_WORDS[match[1].lower()]),
+    (re.compile(r"\bthe second\b", re.IGNORECASE), lambda _match: "the 2nd"),
     (re.compile(r"\b(?:the )?(?:united states(?: of america)?|u\.s\.(?:a\.)?)(?!\w)",
                 re.IGNORECASE), lambda _match: "the US"),
     # The present said in other words: "currently", "at the moment", "rn" are "right now".
