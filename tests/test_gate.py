@@ -219,6 +219,29 @@ async def test_a_word_swap_the_second_look_scored_misses_by_its_score_and_names_
     assert (decision.asked_only, decision.stored_only) == (["maintains"], ["owns"])
 
 
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("What was the 95th percentile build time of acme/web last week?",
+         "What was the p95 build time of acme/web last week?"),
+        ("How many alerts fired for payments-gateway in the last 24h?",
+         "How many alerts fired for payments-gateway in the last 24 hours?"),
+        ("Did the deploy of version 2.1 of acme/web finish?",
+         "Did the deploy of v2.1 of acme/web finish?"),
+        ("What happens when the ingest queue holds 10k messages?",
+         "What happens when the ingest queue holds 10,000 messages?"),
+    ],
+)  # fmt: skip
+async def test_one_thing_said_two_ways_is_served_by_the_strict_test(
+    store: StaffStore, put: PutClaim, asked: str, stored: str
+) -> None:
+    claim = await put(stored, "x")
+    decision = await ask(store, asked)
+    assert (decision.outcome, decision.claim_id) == ("hit", claim.id)
+    # Served by the strict test, which no threshold stands behind.
+    assert (decision.threshold, decision.budget) == (None, None)
+
+
 @pytest.mark.parametrize("budget", [0.001, 0.01, 0.05])
 async def test_a_forecast_is_never_served_what_happened(
     store: StaffStore, put: PutClaim, budget: float

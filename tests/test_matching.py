@@ -86,6 +86,29 @@ ONE_THING_TWO_WAYS = [
     ("What number of pods run in billing-prod?", "How many pods run in billing-prod?"),
     ("What is the number of open incidents?", "How many open incidents?"),
     ("Who reviewed the seventh PR of the refactor?", "Who reviewed the 7th PR of the refactor?"),
+    (
+        "Which 3rd-party libraries does the app ship?",
+        "Which third-party libraries does the app ship?",
+    ),
+    (
+        "Which 3rd party libraries does the app ship?",
+        "Which third-party libraries does the app ship?",
+    ),
+    (
+        "What happens when the queue holds 10k messages?",
+        "What happens when the queue holds 10,000 messages?",
+    ),
+    (
+        "What happens when the queue holds 5 thousand messages?",
+        "What happens when the queue holds 5000 messages?",
+    ),
+    (
+        "What happens when the queue holds 1.5k messages?",
+        "What happens when the queue holds 1500 messages?",
+    ),
+    ("What was the 95%ile build time last week?", "What was the p95 build time last week?"),
+    ("Why do 40 pct of requests fail in eu-west?", "Why do 40% of requests fail in eu-west?"),
+    ("What is the count of open incidents?", "How many open incidents?"),
 ]
 
 
@@ -120,6 +143,16 @@ def test_a_closed_class_said_two_ways_is_one_question(asked: str, stored: str) -
             "What share of requests failed at 40 pct load?",
             "What share of requests failed at p40 load?",
         ),
+        (
+            "Which 3rd-party libraries does the app ship?",
+            "Which first-party libraries does the app ship?",
+        ),
+        (
+            "What happens when the queue holds 1k messages?",
+            "What happens when the queue holds 10000 messages?",
+        ),
+        ("Which k8s clusters run 3k pods?", "Which k8s clusters run 3 pods?"),
+        ("Why do 40 pct of requests fail in eu-west?", "Why do 50% of requests fail in eu-west?"),
     ],
 )
 def test_the_same_classes_still_tell_two_values_apart(asked: str, stored: str) -> None:

@@ -69,6 +69,19 @@ SAME_NUMBER = [
         "Which 3rd-party libraries does the app ship?",
         "Which third-party libraries does the app ship?",
     ),
+    (
+        "What happens when the queue holds 10k messages?",
+        "What happens when the queue holds 10,000 messages?",
+    ),
+    (
+        "What happens when the queue holds 5 thousand messages?",
+        "What happens when the queue holds 5000 messages?",
+    ),
+    ("What was the 95%ile build time last week?", "What was the p95 build time last week?"),
+    (
+        "Why do 40 pct of requests fail in eu-west?",
+        "Why do 40 percent of requests fail in eu-west?",
+    ),
 ]
 
 

@@ -532,10 +532,11 @@ KEY_PROBES = [
     "How long do 10⁶ requests take when x₂ is full-width \uff21\uff30\uff29 traffic?",
     "What time did the 95th percentile of version 2.1 pass 24h without a retry?",
     "What was the number of deploys last wk, and the median in mins?",
+    "What is the count of 3rd-party calls over 10k, at the 95%ile, in pct?",
 ]
 #: Each version's digest over the probes as they stood when it was recorded (the probes grow
-#: with normalize: version 14's last two questions say nothing to version 13's rules).
-KEY_DIGESTS = {13: "720004fc678c1e76", 14: "8b81f4c401877369"}
+#: with normalize: each version's last questions say nothing to the version before's rules).
+KEY_DIGESTS = {13: "720004fc678c1e76", 14: "8b81f4c401877369", 15: "16ee9ebffc42a3b2"}
 
 
 def test_key_version_names_what_normalize_makes_of_questions() -> None:

@@ -39,6 +39,7 @@ METHOD = (
     "A turn is served a stored claim when the strict test finds the same content words in "
     "the same order (up to a few fixed alternations; forms that say one thing two ways are "
     'read as one: "version 2.1" / "v2.1", "95th percentile" / "p95", "24h" / "24 hours", '
+    '"10k" / "10,000", "3rd-party" / "third-party", "40 pct" / "40%", '
     '"without" / "with no", "what time" / "when"), or when the second look accepts it. '
     "The second look first reads the turn in each stored question's words: a turn word that "
     "is no English word and no name of the store, one slip from a common word the stored "

@@ -100,7 +100,7 @@ class Normalized:
 #: The version of what normalize makes of a question. Stores keep each claim's content words
 #: (its search key) and re-key themselves on open when this differs from the version that wrote
 #: them, so bump it with any change that alters some question's content words.
-KEY_VERSION = 14
+KEY_VERSION = 15
 
 
 #: One copy of each (word, as typed) pair still in use: most recur ("in", "where"), and a

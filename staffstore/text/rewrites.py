@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 # Politeness and question wrappers, removed before tokenising; they never change what is asked.
 _WRAPPERS = re.compile(
@@ -51,7 +52,21 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
 _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
 
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
-_REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+#: A count in thousands written short: "10k", "1.5k", "5 thousand".
+THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)(?:k|\s+thousand)\b", re.IGNORECASE)
+
+
+def in_full(match: re.Match[str]) -> str:
+    """A THOUSANDS match as the number it counts ("10k" -> "10000", "1.5k" -> "1500"); a
+    fraction of a unit that is no whole number ("1.2345k") is left as written."""
+    count = float(match[1]) * 1000
+    return str(int(count)) if count.is_integer() else match[0]
+
+
+#: (pattern, replacement: text or a function of the match, literals one of which it needs)
+Rule = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], tuple[str, ...]]
+
+_REWRITES: tuple[Rule, ...] = (
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), "", (",",)),  # 4,000 -> 4000
     # A percentile in words is its short form: "the 95th percentile", "95 pctl" and "the 95th
     # pct" are "p95" ("40 pct" with no ordinal is 40 percent).
@@ -60,7 +75,15 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
         r"p\1",
         ("percentile", "pctl", "pctile"),
     ),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s*%\s*ile\b"), r"p\1", ("ile",)),
     (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b"), r"p\1", ("pct",)),
+    # ... and a share written "pct" is a percentage: "40 pct" is "40%".
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*pct\b"), r"\1%", ("pct",)),
+    # A party by its ordinal: "3rd-party" and "3rd party" are "third-party".
+    (re.compile(r"\b3rd[- ]?part(y|ies)\b"), r"third-part\1", ("3rd",)),
+    (re.compile(r"\b1st[- ]?part(y|ies)\b"), r"first-part\1", ("1st",)),
+    # A count in thousands: "10k", "10 thousand" and "10,000" (the rule above) are "10000".
+    (THOUSANDS, in_full, ("k", "thousand")),
     # A version spelled out is its short form: "version 2.1" and "ver. 2.1" are "v2.1".
     (re.compile(r"\b(?:version|ver\.?)\s*(?=\d)"), "v", ("ver",)),
     # A day of the month is a date, not an ordinal: "April 9th" -> "April 9".
@@ -136,11 +159,11 @@ _REWRITES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"\b(?:what|which)\s+(?:date|day)\b"), "when", ("date", "day")),
     # ... and "what time" ("what time zone" asks for a zone).
     (re.compile(r"\bwhat\s+time\b(?!\s*-?\s*zones?\b)"), "when", ("time",)),
-    # "what (is the) number of" asks "how many", its auxiliary kept for the tense it sets.
+    # "what (is the) number / count of" asks "how many", its auxiliary kept for its tense.
     (
-        re.compile(r"\bwhat\s+(?:(is|was|are|were)\s+)?(?:the\s+)?number\s+of\b"),
+        re.compile(r"\bwhat\s+(?:(is|was|are|were)\s+)?(?:the\s+)?(?:number|count)\s+of\b"),
         r"how many \1",
-        ("number",),
+        ("number", "count"),
     ),
     # "without a restart" says what "with no restart" says.
     (re.compile(r"\bwithout(?:\s+(?:a|an|any))?\b"), "with no", ("without",)),
@@ -281,7 +304,7 @@ _FRONTED_CLAUSE = re.compile(
 
 
 #: Every rewrite, in the order they run: contractions first, so the rest see whole words.
-RULES = (*_CONTRACTIONS, *_REWRITES)
+RULES: tuple[Rule, ...] = (*_CONTRACTIONS, *_REWRITES)
 
 
 def _rules_by_literal() -> dict[str, tuple[int, ...]]:

@@ -34,6 +34,7 @@ from functools import lru_cache
 
 from .interning import QUESTIONS_CACHED, share_sets
 from .lexicon import NUMBER_WORDS, canonical, opposite_tenses, tense_words
+from .rewrites import THOUSANDS, in_full
 from .spelling import same_word
 from .words import (
     FUNCTION_WORDS,
@@ -1099,9 +1100,16 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
      lambda match: f"p{match[1]}"),
     (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b", re.IGNORECASE),
      lambda match: f"p{match[1]}"),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s*%\s*ile\b", re.IGNORECASE),
+     lambda match: f"p{match[1]}"),
+    # A share said in words is the share: "40 pct" and "40 percent" are "40%".
+    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:pct|percent|per cent)\b", re.IGNORECASE),
+     lambda match: f"{match[1]}%"),
     (re.compile(r"\bmedian\b", re.IGNORECASE), lambda _match: "p50"),
-    # A number with a thousands separator is the number: "1,000" is "1000".
+    # A number with a thousands separator is the number: "1,000" is "1000" ...
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), lambda _match: ""),
+    # ... and "10k" and "10 thousand" are "10000".
+    (THOUSANDS, in_full),
     # An ordinal in words is the ordinal in digits: "the third largest" is "the 3rd largest"
     # ("first" stays a word, which the polarity slot reads against "last"; "second" is an
     # ordinal only after "the": "a second" is a unit of time).
