@@ -372,3 +372,37 @@ def test_a_wording_that_names_no_other_value_is_no_difference(asked: str, stored
 @pytest.mark.parametrize(("asked", "stored"), OTHER_WORDING)
 def test_the_same_wording_naming_another_value_still_differs(asked: str, stored: str) -> None:
     assert differences(asked, stored) and differences(stored, asked)
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "units"),
+    [
+        ("How long did the deploy take, in ms?", "How long did the deploy take, in minutes?",
+         (("millisecond",), ("minute",))),
+        ("How many weeks until the cert expires?", "How many days until the cert expires?",
+         (("week",), ("day",))),
+        ("How many requests per second does the gateway take?",
+         "How many requests per minute does the gateway take?", (("second",), ("minute",))),
+    ],
+)  # fmt: skip
+def test_another_unit_of_time_asked_in_differs_in_the_time_slot(
+    asked: str, stored: str, units: tuple[tuple[str, ...], tuple[str, ...]]
+) -> None:
+    assert [(d.slot, d.asked, d.stored) for d in differences(asked, stored)] == [("time", *units)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        # One unit in two spellings.
+        ("How long did the deploy take, in ms?", "How long did the deploy take, in milliseconds?"),
+        ("How many wks until the cert expires?", "How many weeks until the cert expires?"),
+        # One side asks in no unit: the answer in minutes answers it.
+        ("How long did the deploy take, in minutes?", "How long did the deploy take?"),
+        # A count of a unit is not the unit asked in.
+        ("Did the deploy finish in 5 minutes?", "Did the deploy finish in 5 mins?"),
+    ],
+)
+def test_one_unit_of_time_or_none_is_no_difference(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []

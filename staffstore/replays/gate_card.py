@@ -52,7 +52,8 @@ METHOD = (
     "the strict test is served as the strict test serves it. "
     "It reads both questions slot by slot: identifiers, numbers, "
     "versions, dates and times (a question of what happened against a forecast too: "
-    '"did" / "will"), names, negation and polarity, quantifiers and scope, '
+    '"did" / "will"; and the unit of time asked in, "in ms" / "in minutes"), names, negation '
+    "and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, and the question's focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
     "slot; two spellings of one value agree (a full date in any common notation, an ordinal "

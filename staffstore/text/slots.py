@@ -350,6 +350,8 @@ class Slots:
     #: The auxiliaries that set the question in only the past ("did", "was") or only the
     #: future ("will"), else none (lexicon.tense_words).
     tense: frozenset[str] = frozenset()
+    #: The units of time it asks in ("in ms", "per second", "how many weeks"), folded.
+    units_asked: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         share_sets(self)
@@ -791,6 +793,7 @@ def slots(text: str) -> Slots:
             " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
         ),
         tense=tense_words(re.findall(r"[a-z]+", low)),
+        units_asked=frozenset(_TIME_UNITS[m] for m in _UNIT_ASKED.findall(low)),
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
         numbers=numbers(text),
         identifiers=frozenset(
@@ -1040,6 +1043,24 @@ _UNIT_SHORT = {
     "mths": "months", "yr": "year", "yrs": "years", "hr": "hour", "hrs": "hours",
 }  # fmt: skip
 _TIME_LEAD = r"on|last|this|next|past|previous|per|every|since|until|by|a|\d+"
+#: Units of time by their spellings (not "s", "h", "m" or "min", which say other things too).
+_TIME_UNITS = {
+    spelling: unit
+    for unit, spellings in (
+        ("millisecond", "ms msec msecs millis millisecond milliseconds"),
+        ("second", "sec secs second seconds"),
+        ("minute", "mins minute minutes"),
+        ("hour", "hr hrs hour hours"),
+        ("day", "day days"),
+        ("week", "wk wks week weeks"),
+        ("month", "mo mos mth mths month months"),
+        ("year", "yr yrs year years"),
+    )
+    for spelling in spellings.split()
+}
+#: A unit of time a question asks in: after "in", "per" or "how many" ("in ms", "per
+#: second", "how many weeks"), not a count of it ("in 5 minutes").
+_UNIT_ASKED = re.compile(rf"\b(?:in|per|how many)\s+({'|'.join(_TIME_UNITS)})\b")
 _ORDINAL_WORDS = {
     "third": "3rd", "fourth": "4th", "fifth": "5th", "sixth": "6th", "seventh": "7th",
     "eighth": "8th", "ninth": "9th", "tenth": "10th", "eleventh": "11th", "twelfth": "12th",
@@ -1197,6 +1218,10 @@ def differences(asked: str, stored: str) -> list[Difference]:
         # What happened against a forecast ("did the release ship" / "will it ship"), as the
         # strict test reads them (matching._told_apart_by_function_words).
         differ("time", a.tense, b.tense)
+    elif a.units_asked and b.units_asked and a.units_asked != b.units_asked:
+        # An answer in one unit of time is not one in another: "how long did the deploy take,
+        # in ms?" is not "..., in minutes?" (one side naming no unit asks in none).
+        differ("time", a.units_asked, b.units_asked)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if _spelled_numbers_differ(asked, stored):
