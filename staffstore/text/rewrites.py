@@ -51,7 +51,6 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
 
 _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
 
-# Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 #: A count in thousands written short: "10k", "1.5k", "5 thousand".
 THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)(?:k|\s+thousand)\b", re.IGNORECASE)
 
@@ -66,6 +65,7 @@ def in_full(match: re.Match[str]) -> str:
 #: (pattern, replacement: text or a function of the match, literals one of which it needs)
 Rule = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], tuple[str, ...]]
 
+# Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 _REWRITES: tuple[Rule, ...] = (
     (re.compile(r"(?<=\d),(?=\d{3}\b)"), "", (",",)),  # 4,000 -> 4000
     # A percentile in words is its short form: "the 95th percentile", "95 pctl" and "the 95th
