@@ -51,8 +51,23 @@ _CONTRACTIONS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
 
 _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\.?)?(?=\W|$)")
 
+# Spellings of one number that the strict test and the slots (slots._SHORTHAND) both fold.
+#: A thousands separator: "4,000" is "4000".
+THOUSANDS_SEPARATOR = re.compile(r"(?<=\d),(?=\d{3}\b)")
 #: A count in thousands written short: "10k", "1.5k", "5 thousand".
 THOUSANDS = re.compile(r"\b(\d+(?:\.\d+)?)(?:k|\s+thousand)\b", re.IGNORECASE)
+#: A percentile in words: "the 95th percentile", "95 pctl", "95%ile" and "the 95th pct" ("40
+#: pct" with no ordinal is 40 percent).
+PERCENTILE_FORMS = (
+    re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl|pctile)\b", re.IGNORECASE),
+    re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s*%\s*ile\b", re.IGNORECASE),
+    re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b", re.IGNORECASE),
+)
+
+
+def as_percentile(match: re.Match[str]) -> str:
+    """A PERCENTILE_FORMS match in its short form: "95th percentile" -> "p95"."""
+    return f"p{match[1]}"
 
 
 def in_full(match: re.Match[str]) -> str:
@@ -62,28 +77,37 @@ def in_full(match: re.Match[str]) -> str:
     return str(int(count)) if count.is_integer() else match[0]
 
 
+#: A unit of time shortened after a number, and its full spelling.
+_SHORT_UNITS = {
+    "h": "hours", "hr": "hours", "hrs": "hours", "mins": "minutes", "secs": "seconds",
+    "wk": "weeks", "wks": "weeks", "mos": "months", "mth": "months", "mths": "months",
+    "yr": "years", "yrs": "years",
+}  # fmt: skip
+_SHORT_UNIT_AFTER_NUMBER = re.compile(rf"\b(\d+(?:\.\d+)?)\s*({'|'.join(_SHORT_UNITS)})\b")
+
+
+def _unit_in_full(match: re.Match[str]) -> str:
+    return f"{match[1]} {_SHORT_UNITS[match[2]]}"
+
+
 #: (pattern, replacement: text or a function of the match, literals one of which it needs)
 Rule = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], tuple[str, ...]]
 
 # Spelling variants folded before tokenising. Each is a rewrite that never changes meaning.
 _REWRITES: tuple[Rule, ...] = (
-    (re.compile(r"(?<=\d),(?=\d{3}\b)"), "", (",",)),  # 4,000 -> 4000
-    # A percentile in words is its short form: "the 95th percentile", "95 pctl" and "the 95th
-    # pct" are "p95" ("40 pct" with no ordinal is 40 percent).
-    (
-        re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl|pctile)\b"),
-        r"p\1",
-        ("percentile", "pctl", "pctile"),
-    ),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s*%\s*ile\b"), r"p\1", ("ile",)),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b"), r"p\1", ("pct",)),
+    (THOUSANDS_SEPARATOR, "", (",",)),  # 4,000 -> 4000
+    # A percentile in words is its short form, "p95".
+    (PERCENTILE_FORMS[0], as_percentile, ("percentile", "pctl", "pctile")),
+    (PERCENTILE_FORMS[1], as_percentile, ("%",)),
+    (PERCENTILE_FORMS[2], as_percentile, ("pct",)),
     # ... and a share written "pct" is a percentage: "40 pct" is "40%".
     (re.compile(r"\b(\d+(?:\.\d+)?)\s*pct\b"), r"\1%", ("pct",)),
     # A party by its ordinal: "3rd-party" and "3rd party" are "third-party".
     (re.compile(r"\b3rd[- ]?part(y|ies)\b"), r"third-part\1", ("3rd",)),
     (re.compile(r"\b1st[- ]?part(y|ies)\b"), r"first-part\1", ("1st",)),
     # A count in thousands: "10k", "10 thousand" and "10,000" (the rule above) are "10000".
-    (THOUSANDS, in_full, ("k", "thousand")),
+    # (Each needs a digit: "k" alone is in too many words to say when to try it.)
+    (THOUSANDS, in_full, _DIGITS),
     # A version spelled out is its short form: "version 2.1" and "ver. 2.1" are "v2.1".
     (re.compile(r"\b(?:version|ver\.?)\s*(?=\d)"), "v", ("ver",)),
     # A day of the month is a date, not an ordinal: "April 9th" -> "April 9".
@@ -106,12 +130,7 @@ _REWRITES: tuple[Rule, ...] = (
     ),
     (re.compile(r"\b(\d+)(?:st|nd|rd|th)\b"), r"\1th", _DIGITS),  # 9th, ninth -> 9th
     # Units of time as engineers shorten them after a number: "24h", "2 hrs", "3 wks", "10 mins".
-    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:hrs?|h)\b"), r"\1 hours", _DIGITS),
-    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:mins)\b"), r"\1 minutes", _DIGITS),
-    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:secs)\b"), r"\1 seconds", _DIGITS),
-    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:wks?)\b"), r"\1 weeks", _DIGITS),
-    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:mos|mths?)\b"), r"\1 months", _DIGITS),
-    (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:yrs?)\b"), r"\1 years", _DIGITS),
+    (_SHORT_UNIT_AFTER_NUMBER, _unit_in_full, _DIGITS),
     # 10mb -> 10 mb, 8s -> 8 s; ordinals are the rule above
     (re.compile(r"\b(\d+(?:\.\d+)?)(?!(?:st|nd|rd|th)\b)([a-z]+)\b"), r"\1 \2", _DIGITS),
     # "in-cluster lookups" are "lookups in the cluster": keep the preposition a word.

@@ -34,7 +34,7 @@ from functools import lru_cache
 
 from .interning import QUESTIONS_CACHED, share_sets
 from .lexicon import NUMBER_WORDS, canonical, opposite_tenses, tense_words
-from .rewrites import THOUSANDS, in_full
+from .rewrites import PERCENTILE_FORMS, THOUSANDS, THOUSANDS_SEPARATOR, as_percentile, in_full
 from .spelling import same_word
 from .words import (
     FUNCTION_WORDS,
@@ -1115,20 +1115,15 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\b(?:1st[- ]part(y|ies)|1p)\b", re.IGNORECASE),
      lambda match: f"first-part{match[1] or 'y'}"),
     (re.compile(r"\bb4\b", re.IGNORECASE), lambda _match: "before"),
-    # A percentile in words: "the 75th percentile", "99th pct", "95th-percentile" are "p75"...
-    # ("40 pct" with no ordinal is 40 percent), and the median is the 50th percentile.
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[- ](?:percentile|pctl|pctile)\b", re.IGNORECASE),
-     lambda match: f"p{match[1]}"),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[- ]pct\b", re.IGNORECASE),
-     lambda match: f"p{match[1]}"),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s*%\s*ile\b", re.IGNORECASE),
-     lambda match: f"p{match[1]}"),
+    # A percentile in words: "the 75th percentile", "99th pct", "95%ile" are "p75"... (as the
+    # strict test reads them), and the median is the 50th percentile.
+    *((pattern, as_percentile) for pattern in PERCENTILE_FORMS),
     # A share said in words is the share: "40 pct" and "40 percent" are "40%".
     (re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:pct|percent|per cent)\b", re.IGNORECASE),
      lambda match: f"{match[1]}%"),
     (re.compile(r"\bmedian\b", re.IGNORECASE), lambda _match: "p50"),
     # A number with a thousands separator is the number: "1,000" is "1000" ...
-    (re.compile(r"(?<=\d),(?=\d{3}\b)"), lambda _match: ""),
+    (THOUSANDS_SEPARATOR, lambda _match: ""),
     # ... and "10k" and "10 thousand" are "10000".
     (THOUSANDS, in_full),
     # An ordinal in words is the ordinal in digits: "the third largest" is "the 3rd largest"
