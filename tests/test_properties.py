@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from staffstore.cli import main
 from staffstore.text.matching import normalize
+from staffstore.text.slots import differences
 
 
 @st.composite
@@ -126,6 +127,30 @@ def test_normalize_never_raises_and_is_stable(text: str) -> None:
     first = normalize(text)
     assert isinstance(first.key, str)
     assert normalize(text).key == first.key
+
+
+#: Words the slots' time and number readings turn on, every spelling of a unit among them: a
+#: question made of these reaches each rule that rewrites a count, a unit or a period.
+TIME_WORDS = (
+    "0 1 7 12 24 48 60 120 365 one two a an the every each per last this next past ago in "
+    "how many how long did will is has ever right now rn so far to date up nite tonite week "
+    "ms msec msecs millis millisecond milliseconds sec secs second seconds min mins minute "
+    "minutes h hr hrs hour hours day days wk wks week weeks mo mos mth mths month months "
+    "yr yrs year years 24h 2hrs 10k 1,000 95th percentile pct p99 v2.1 ?"
+).split()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(TIME_WORDS), min_size=1, max_size=12),
+    st.lists(st.sampled_from(TIME_WORDS), min_size=1, max_size=12),
+)
+def test_the_slots_read_any_count_unit_and_period_without_failing(
+    asked: list[str], stored: list[str]
+) -> None:
+    one, other = " ".join(asked), " ".join(stored)
+    assert differences(one, one) == []
+    assert isinstance(differences(one, other), list)
 
 
 # -- the command line's input paths -------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from staffstore.text.slots import differences, with_iso_dates
+from staffstore.text.slots import differences, slots, spelled_out, with_iso_dates
 
 SAME_DAY = [
     ("Why did the load fail on March 4, 2025?", "Why did the load fail on 2025-03-04?"),
@@ -211,6 +211,32 @@ SAME_SHORTHAND = [
     ),
     ("How many tests are currently quarantined?", "How many tests are quarantined right now?"),
     ("What is the rollout at, at the moment?", "What is the rollout at right now?"),
+    ("Why did the pods restart last nite?", "Why did the pods restart last night?"),
+    # A duration in whole larger units, and a count of one unit said three ways.
+    (
+        "How many PRs have waited for review over a week?",
+        "How many PRs have waited for review more than 7 days?",
+    ),
+    ("How many PRs have waited over 1 week?", "How many PRs have waited over one week?"),
+    ("Which jobs ran longer than 48 hours?", "Which jobs ran longer than 2 days?"),
+    ("Does the cleanup run every 24 hours?", "Does the cleanup run daily?"),
+    ("Is the session timeout 60 minutes?", "Is the session timeout an hour?"),
+]
+#: The present said on one side, no time on the other: a question that names none asks about now.
+PRESENT_UNSAID = [
+    (
+        "What's the current memory usage of the prod Redis cluster?",
+        "How much memory is the prod Redis cluster using right now?",
+    ),
+    (
+        "What is the latest stable Python SDK version rn?",
+        "What is the latest stable Python SDK version?",
+    ),
+    (
+        "How many TestFlight installs does build 4210 have so far?",
+        "How many TestFlight installs does build 4210 have?",
+    ),
+    ("How many invoices have failed to date?", "How many invoices have failed so far?"),
 ]
 #: The same shorthand naming another time or count still differs.
 OTHER_SHORTHAND = [
@@ -228,6 +254,22 @@ OTHER_SHORTHAND = [
     ),
     ("How many tests are currently quarantined?", "How many tests were quarantined last week?"),
     ("Who is on call at the moment?", "Who has ever been on call?"),
+    # The present against the past, a forecast or a period named.
+    (
+        "What was the memory usage of the Redis cluster?",
+        "What is the memory usage of the Redis cluster right now?",
+    ),
+    ("How many installs will build 4210 have?", "How many installs does build 4210 have so far?"),
+    (
+        "How many installs does build 4210 have so far?",
+        "How many installs did build 4210 have last week?",
+    ),
+    ("Who has been on call?", "Who is on call right now?"),
+    # Another duration, or a period counted back in other units.
+    ("How many PRs have waited over 2 weeks?", "How many PRs have waited more than 7 days?"),
+    ("Which jobs ran longer than 36 hours?", "Which jobs ran longer than a day?"),
+    ("How many alerts fired in the last 7 days?", "How many alerts fired last week?"),
+    ("How many alerts fired 7 days ago?", "How many alerts fired a week ago?"),
 ]
 
 
@@ -235,6 +277,17 @@ OTHER_SHORTHAND = [
 def test_time_and_number_shorthand_is_the_same_value(asked: str, stored: str) -> None:
     assert differences(asked, stored) == []
     assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(("asked", "stored"), PRESENT_UNSAID)
+def test_the_present_said_against_no_time_is_no_difference(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+def test_up_to_date_is_a_state_not_a_time() -> None:
+    assert slots(spelled_out("Is the cert up to date?")).deictic == frozenset()
+    assert slots(spelled_out("How many certs were renewed to date?")).deictic == {"so far"}
 
 
 @pytest.mark.parametrize(("asked", "stored"), OTHER_SHORTHAND)

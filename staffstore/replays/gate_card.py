@@ -60,7 +60,10 @@ METHOD = (
     'in words or digits, "third" / "3rd", a number with or without its thousands separator, '
     'a percentile in words or short, "the median" / "p50", time and '
     'number shorthand such as "yday", "last wk", "Jan \'25" or "currently" for "right now", a '
-    'repository named without its owner, "the event-bus repo" / "northwind/event-bus"). '
+    'duration in whole larger units, "7 days" / "a week", a repository named without its '
+    'owner, "the event-bus repo" / "northwind/event-bus"; and the present, "right now" or "so '
+    'far", said against no time at all, which asks about now unless the other is set in the '
+    'past, the future or, for "right now", a perfect or "ever"). '
     "It then aligns the two questions' remaining words softly (a static word "
     "similarity, word rarity, learned filler words that a paraphrase adds or drops; an "
     'acronym typed in capitals against the words whose initials it takes, "FRT" / "first '

@@ -152,6 +152,9 @@ _DEICTIC = re.compile(
     r"(?:\d+\s+)?(?:week|month|year|quarter|sprint|release|weekend|night|morning|day|hour)s?|"
     r"\d+\s+(?:day|week|month|year|hour)s?\s+ago|so far|right now)\b"
 )
+#: The present, said: against no time named, it is no time of its own (see differences).
+_PRESENT = frozenset({"right now", "so far"})
+_PERFECT = re.compile(r"\b(?:ever|has|have|had)\b|'ve\b")
 _DEICTIC_FOLD = {
     "past": "last", "previous": "last", "coming": "next",
     # "the last 7 day" is a slip for "the last 7 days": a unit is one word, in either number.
@@ -1083,6 +1086,30 @@ def _unit_short(match: re.Match[str]) -> str:
     return f"{match[1]} {_UNIT_SHORT[match[2].lower()]}"
 
 
+#: Each unit of time that a whole number of makes a larger one: its size in the next unit up.
+_NEXT_UNIT = {"second": (60, "minute"), "minute": (60, "hour"), "hour": (24, "day"),
+              "day": (7, "week"), "month": (12, "year")}  # fmt: skip
+_WHOLE_UNITS = re.compile(
+    r"\b(?:(this|last|next|past|previous|coming|every|each|per)\s+)?(\d+|one) "
+    r"(seconds?|secs?|minutes?|mins|hours?|hrs?|days?|weeks?|months?|years?)\b(?!\s+ago\b)",
+    re.IGNORECASE,
+)
+
+
+def _in_whole_units(match: re.Match[str]) -> str:
+    lead, said, unit = match[1], match[2].lower(), _TIME_UNITS[match[3].lower()]
+    if lead and lead.lower() not in {"every", "each", "per"}:
+        return match[0]  # a period counted back or ahead: the time slot reads it as said
+    count = 1 if said == "one" else int(said)
+    while unit in _NEXT_UNIT and count and count % _NEXT_UNIT[unit][0] == 0:
+        count, unit = count // _NEXT_UNIT[unit][0], _NEXT_UNIT[unit][1]
+    if count == 1:
+        # "one week", "1 week" and "7 days" are "a week", as said most often; "every 24 hours"
+        # is "every day" (both read as daily by the frequency slot)
+        return f"{lead} {unit}" if lead else f"{'an' if unit == 'hour' else 'a'} {unit}"
+    return f"{lead + ' ' if lead else ''}{count} {unit}s"
+
+
 def _number_word(match: re.Match[str]) -> str:
     return NUMBER_WORDS[match[1].lower()]
 
@@ -1098,6 +1125,9 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
                 r"twenty|thirty|sixty|ninety)(?=[- ](?:seconds?|minutes?|hours?|days?|weeks?|"
                 r"months?|years?)\b)", re.IGNORECASE), _number_word),
+    # A duration in whole larger units is said in them: "7 days" is "a week", "48 hours" "2
+    # days" (not a period counted back, "the last 7 days", nor "7 days ago": the time slot's).
+    (_WHOLE_UNITS, _in_whole_units),
     # A year shortened after its month: "Jan '25" is January 2025.
     (re.compile(rf"\b({_MONTH_NAME}),? ['\u2019](\d\d)\b", re.IGNORECASE),
      lambda match: f"{match[1]} 20{match[3]}"),
@@ -1137,6 +1167,8 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     # The present said in other words: "currently", "at the moment", "rn" are "right now".
     (re.compile(r"\b(?:currently|at the moment|at present|as of now|atm|rn|rite now)\b",
                 re.IGNORECASE), lambda _match: "right now"),
+    (re.compile(r"(?<!\bup )\bto date\b", re.IGNORECASE), lambda _match: "so far"),
+    (re.compile(r"\b(to)?nite\b", re.IGNORECASE), lambda match: f"{match[1] or ''}night"),
 ]  # fmt: skip
 
 
@@ -1159,6 +1191,18 @@ def _spelled_numbers_differ(asked: str, stored: str) -> bool:
     """numbers_differ for two texts already spelled out."""
     a, b = numbers(asked), numbers(stored)
     return a != b and not _only_lead_numbers_differ(asked, a, stored, b)
+
+
+def _present_unsaid(one: Slots, other: Slots, other_text: str) -> bool:
+    """Whether `one` names only the present ("right now", "so far") where `other` names no
+    time and is set in neither only the past nor only the future: a question that names no
+    time asks about now ("What's the current memory usage?" / "How much memory is it using
+    right now?"), but "What was the memory usage?" asks about some time before. "Right now"
+    also differs from a perfect or "ever" ("Who has ever been on call?"), which span more than
+    the present; "so far" spans them too."""
+    if not one.deictic or not one.deictic <= _PRESENT or other.deictic or other.tense:
+        return False
+    return "right now" not in one.deictic or not _PERFECT.search(other_text.lower())
 
 
 def differences(asked: str, stored: str) -> list[Difference]:
@@ -1207,7 +1251,8 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("quantifier", a.quantifiers, b.quantifiers)
     if a.aggregates and b.aggregates and a.aggregates != b.aggregates:
         differ("aggregate", a.aggregates, b.aggregates)
-    if a.deictic != b.deictic:
+    unsaid = _present_unsaid(a, b, stored) or _present_unsaid(b, a, asked)
+    if a.deictic != b.deictic and not unsaid:
         differ("time", a.deictic, b.deictic)
     elif opposite_tenses(a.tense, b.tense):
         # What happened against a forecast ("did the release ship" / "will it ship"), as the
