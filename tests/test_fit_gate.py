@@ -33,33 +33,57 @@ def point(table, budget):
 def test_the_threshold_is_the_lowest_that_keeps_every_set_within_its_budget() -> None:
     table = fit_gate.calibrate(
         {
-            "a": scored_set([0.995, 0.96, 0.96]),
-            "b": scored_set([0.98, 0.98]),
+            "a": scored_set([0.995, 0.96, 0.96], size=3000),
+            "b": scored_set([0.98, 0.98, 0.98], size=3000),
         }
     )
-    # At 0.1% of 1,000 pairs one added false hit is allowed: "a" alone would settle for 0.961,
-    # "b" needs a threshold above its two at 0.98, the next on the grid (every 0.001 up here).
+    # At 0.1% of 3,000 turns two added false hits are allowed ((2 + 1) / 3001 <= 0.001): "a"
+    # alone would settle for 0.961, "b" needs a threshold above its three at 0.98, the next on
+    # the grid (every 0.001 up here).
     assert point(table, 0.001)["threshold"] == pytest.approx(0.981)
-    assert point(table, 0.001)["measured"]["a"]["added_false_hit_rate"] == pytest.approx(0.001)
-    # At 0.5% both sets' false hits fit: the lowest threshold on the grid.
+    assert point(table, 0.001)["measured"]["a"]["added_false_hit_rate"] == pytest.approx(
+        1 / 3000, abs=1e-4
+    )
+    # At 0.5% every set's false hits fit: the lowest threshold on the grid.
     assert point(table, 0.005)["threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
     assert point(table, 0.005)["measured"]["b"]["recall"] == pytest.approx(1.0)
 
 
+def test_a_set_counts_one_false_hit_more_than_it_measured() -> None:
+    # One in 1,000 is 0.1%, but a threshold chosen on these turns runs above their rate on
+    # new ones: (1 + 1) / 1001 is over the budget, so the threshold leaves it out.
+    assert point(fit_gate.calibrate({"a": scored_set([0.97])}), 0.001)["threshold"] == (
+        pytest.approx(0.971)
+    )
+    # At 0.5%, (4 + 1) / 1001 is within it and (5 + 1) / 1001 is not.
+    four = point(fit_gate.calibrate({"a": scored_set([0.97] * 4)}), 0.005)
+    assert four["threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
+    five = point(fit_gate.calibrate({"a": scored_set([0.97] * 5)}), 0.005)
+    assert five["threshold"] == pytest.approx(0.971)
+
+
+def test_a_set_too_small_for_the_budget_allows_no_false_hit_of_its_own() -> None:
+    # 500 turns cannot show a rate of 0.1% even with none: no false hit is allowed.
+    table = fit_gate.calibrate({"a": scored_set([0.97], size=500)})
+    assert point(table, 0.001)["threshold"] == pytest.approx(0.971)
+    clean = fit_gate.calibrate({"a": scored_set([], size=500)})
+    assert point(clean, 0.001)["threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
+
+
 def test_the_strict_tests_own_false_hits_do_not_spend_the_budget() -> None:
-    table = fit_gate.calibrate({"a": scored_set([0.97], strict_false=40)})
+    table = fit_gate.calibrate({"a": scored_set([0.97], strict_false=40, size=3000)})
     found = point(table, 0.001)
     assert found["threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
-    assert found["measured"]["a"]["false_hit_rate"] == pytest.approx(0.041)
-    assert found["measured"]["a"]["added_false_hit_rate"] == pytest.approx(0.001)
+    assert found["measured"]["a"]["false_hit_rate"] == pytest.approx(41 / 3000, abs=1e-4)
+    assert found["measured"]["a"]["added_false_hit_rate"] == pytest.approx(1 / 3000, abs=1e-4)
 
 
 def test_a_budget_no_threshold_can_keep_turns_the_second_look_off() -> None:
     table = fit_gate.calibrate({"a": scored_set([1.0, 1.0])})
     assert point(table, 0.001)["threshold"] > 1.0
     assert point(table, 0.001)["measured"]["a"]["recall"] == pytest.approx(0.0)
-    # Two in 1,000 is within 0.2%: then every score counts.
-    assert point(table, 0.002)["threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
+    # Two in 1,000 is within 0.5% ((2 + 1) / 1001): then every score counts.
+    assert point(table, 0.005)["threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
 
 
 def test_questions_and_statements_are_calibrated_apart() -> None:
@@ -73,7 +97,7 @@ def test_questions_and_statements_are_calibrated_apart() -> None:
     )
     found = point(table, 0.001)
     assert found["threshold"] == pytest.approx(0.971)
-    assert found["statement_threshold"] == pytest.approx(0.991)
+    assert found["statement_threshold"] == pytest.approx(0.996)
     # Each set stays within the budget, measured at the threshold of each of its pairs' form.
     assert found["measured"]["questions"]["added_false_hit_rate"] <= 0.001
     assert found["measured"]["statements"]["added_false_hit_rate"] <= 0.001
@@ -81,9 +105,10 @@ def test_questions_and_statements_are_calibrated_apart() -> None:
 
 
 def test_one_sets_pairs_of_a_form_are_held_to_the_budget_as_a_share_of_that_form() -> None:
-    # 500 questions and 500 statements in one set: one added false hit is 0.1% of the whole
-    # set but 0.2% of its questions, so the question threshold must leave it out.
-    rows = scored_set([0.97], size=500) + scored_set([], size=500, form="statement")
+    # 2,000 questions and 2,000 statements in one set: two added false hits are within 0.1% of
+    # the whole set ((2 + 1) / 4001) but not of its questions ((2 + 1) / 2001), so the question
+    # threshold must leave them out.
+    rows = scored_set([0.97, 0.97], size=2000) + scored_set([], size=2000, form="statement")
     found = point(fit_gate.calibrate({"mixed": rows}), 0.001)
     assert found["threshold"] == pytest.approx(0.971)
     assert found["statement_threshold"] == pytest.approx(fit_gate.THRESHOLDS[0])
