@@ -154,6 +154,7 @@ _DEICTIC = re.compile(
 )
 #: The present, said: against no time named, it is no time of its own (see differences).
 _PRESENT = frozenset({"right now", "so far"})
+#: A perfect or "ever" ("has been", "have you ever"): a span up to now, more than "right now".
 _PERFECT = re.compile(r"\b(?:ever|has|have|had)\b|'ve\b")
 _DEICTIC_FOLD = {
     "past": "last", "previous": "last", "coming": "next",
