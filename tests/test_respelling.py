@@ -155,6 +155,16 @@ async def test_a_misspelt_turn_is_still_held_to_its_numbers(
     assert decision.outcome == "miss"
 
 
+async def test_a_misspelt_turn_is_still_held_to_its_time(put: PutClaim, store: StaffStore) -> None:
+    # Respelt, the turn is the stored question by the strict test, which folds "ever" and
+    # "right now" away; the time slot still tells them apart.
+    claim = await put("Who is on call for payments right now?", "Dana.")
+    decision = await ask(store, "who has ever been on call for paymnets")
+    assert (decision.outcome, decision.differs_in) == ("miss", "time")
+    served = await ask(store, "who is on call for paymnets right now")
+    assert (served.outcome, served.claim_id) == ("hit", claim.id)
+
+
 async def test_a_repository_named_alone_is_served_its_stored_question(
     put: PutClaim, store: StaffStore
 ) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from staffstore.text.slots import differences, slots, spelled_out, with_iso_dates
+from staffstore.text.slots import differences, spelled_out, when, with_iso_dates
 
 SAME_DAY = [
     ("Why did the load fail on March 4, 2025?", "Why did the load fail on 2025-03-04?"),
@@ -286,8 +286,8 @@ def test_the_present_said_against_no_time_is_no_difference(asked: str, stored: s
 
 
 def test_up_to_date_is_a_state_not_a_time() -> None:
-    assert slots(spelled_out("Is the cert up to date?")).deictic == frozenset()
-    assert slots(spelled_out("How many certs were renewed to date?")).deictic == {"so far"}
+    assert when(spelled_out("Is the cert up to date?")).deictic == frozenset()
+    assert when(spelled_out("How many certs were renewed to date?")).deictic == {"so far"}
 
 
 @pytest.mark.parametrize(("asked", "stored"), OTHER_SHORTHAND)

@@ -41,8 +41,13 @@ from ..store.rows import as_of
 from ..text.interning import QUESTIONS_CACHED
 from ..text.lexicon import REFERENTS, is_specific
 from ..text.matching import Comparison, Normalized, compare, normalize
-from ..text.respelling import owned_repositories, repositories_named_alone, repository_owners
-from ..text.slots import SLOTS, numbers_differ, topic_reading
+from ..text.respelling import (
+    owned_repositories,
+    repositories_named_alone,
+    repository_owners,
+    respelled,
+)
+from ..text.slots import SLOTS, Difference, numbers_differ, time_difference, topic_reading
 from ..text.spelling import is_common_word, typo_close
 from ..text.words import words
 from .relative_time import same_period
@@ -407,6 +412,18 @@ def compared_candidates(
     ]
 
 
+def strict_time_difference(text: str, question: str, names: frozenset[str]) -> Difference | None:
+    """How a turn the strict test matched with a stored question differs from it in time, if
+    it does. The strict test folds away what sets a question in time ("ever", "right now", the
+    auxiliaries): "Who has ever been on call?" reads as "Who is on call right now?". A time
+    word misspelt ("last weeek") is read as the stored question's word first, as the second
+    look reads it."""
+    found = time_difference(text, question)
+    if found is None:
+        return None
+    return time_difference(respelled(text, question, names), question)
+
+
 def decide(
     turn: Turn,
     candidates: Sequence[Claim],
@@ -503,14 +520,27 @@ def decide(
 
     servable: list[tuple[Claim, float]] = []
     refusals: list[str] = []
+    timed: tuple[Claim, float, Difference] | None = None
+    strict_ids = {claim.id for claim, c in compared if c.same_question}
     for claim, score in same:
         refusal = _freshness(claim, turn, now)
+        other_time = None
+        if refusal is None and claim.id in strict_ids:
+            other_time = strict_time_difference(turn.text, claim.question, names)
+        if other_time is not None:
+            timed, refusal = timed or (claim, score, other_time), "changed_requirement"
         if refusal is None:
             servable.append((claim, score))
         else:
             refusals.append(refusal)
     if not servable:
         for reason in ("stale", "changed_requirement", "retracted"):
+            if reason == "changed_requirement" and reason in refusals and timed is not None:
+                claim, score, difference = timed
+                return _miss(
+                    reason, score, claim, asked_only=list(difference.asked),
+                    stored_only=list(difference.stored), differs_in=difference.slot,
+                )  # fmt: skip
             if reason in refusals:
                 return _miss(reason, max(score for _, score in same), same[0][0])
 

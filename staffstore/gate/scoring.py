@@ -57,7 +57,7 @@ from ..text.alignment import (
 from ..text.framing import bare_question
 from ..text.matching import compare, normalize
 from ..text.respelling import respelled, shared_names
-from ..text.slots import differences
+from ..text.slots import differences, time_difference
 from ..text.spelling import is_common_word
 from .pair_model import PairModel, default_pair_model
 
@@ -319,12 +319,14 @@ class GateModel:
         pairs = list(zip(readings, stored, strict=True))
         found = [self._tree_assess(reading, text) for reading, text in pairs]
         # A turn that the strict test reads as the stored question once its misspellings are
-        # read is that question, scored as the strict test serves it.
+        # read is that question, scored as the strict test serves it: unless the two differ
+        # in time, which the strict test folds away (query_first refuses such a match too).
         settled = {
             i
             for i, (reading, text) in enumerate(pairs)
             if reading != asked
             and compare(normalize(reading), normalize(text), names).same_question
+            and time_difference(reading, text) is None
         }
         for i in settled:
             found[i] = Assessment(None, probability=1.0, tree_probability=found[i].probability)

@@ -40,7 +40,10 @@ METHOD = (
     "the same order (up to a few fixed alternations; forms that say one thing two ways are "
     'read as one: "version 2.1" / "v2.1", "95th percentile" / "p95", "24h" / "24 hours", '
     '"10k" / "10,000", "3rd-party" / "third-party", "40 pct" / "40%", '
-    '"without" / "with no", "what time" / "when"), or when the second look accepts it. '
+    '"without" / "with no", "what time" / "when"), unless the two differ in time as the '
+    'time slot below reads it (the strict test folds "ever", "right now" and the auxiliaries '
+    'away: "Who has ever been on call?" is not "Who is on call right now?"), or when the '
+    "second look accepts it. "
     "The second look first reads the turn in each stored question's words: a turn word that "
     "is no English word and no name of the store, one slip from a common word the stored "
     "question has (two in a word of eight letters or more, its first letter kept either way), "

@@ -33,7 +33,14 @@ from datetime import date
 from functools import lru_cache
 
 from .interning import QUESTIONS_CACHED, share_sets
-from .lexicon import NUMBER_WORDS, canonical, opposite_tenses, tense_words
+from .lexicon import (
+    FUTURE_AUXILIARIES,
+    NUMBER_WORDS,
+    PAST_AUXILIARIES,
+    canonical,
+    opposite_tenses,
+    tense_words,
+)
 from .rewrites import PERCENTILE_FORMS, THOUSANDS, THOUSANDS_SEPARATOR, as_percentile, in_full
 from .spelling import same_word
 from .words import (
@@ -330,6 +337,39 @@ def _choice(match: re.Match[str]) -> str:
 
 
 @dataclass(frozen=True)
+class When:
+    """What sets a question in time: its time slot."""
+
+    #: The periods it names ("last week", "right now", "3 days ago"), folded.
+    deictic: frozenset[str]
+    #: The auxiliaries that set the question in only the past ("did", "was") or only the
+    #: future ("will"), else none (lexicon.tense_words).
+    tense: frozenset[str] = frozenset()
+    #: The units of time it asks in ("in ms", "per second", "how many weeks"), folded.
+    units_asked: frozenset[str] = frozenset()
+
+
+def _lowered(text: str) -> str:
+    """A question as the slots read it: prepared, lower-cased, one space apart, without a tag
+    question ("..., right?")."""
+    return _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
+
+
+@lru_cache(maxsize=QUESTIONS_CACHED)
+def when(text: str) -> When:
+    """A question's time slot, read alone (text spelled out: spelled_out): the strict test's
+    matches are checked for it (time_difference) without reading every other slot."""
+    low = _lowered(text)
+    return When(
+        deictic=frozenset(
+            " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
+        ),
+        tense=tense_words(re.findall(r"[a-z]+", low)),
+        units_asked=frozenset(_TIME_UNITS[m] for m in _UNIT_ASKED.findall(low)),
+    )
+
+
+@dataclass(frozen=True)
 class Slots:
     """What one question says in each slot."""
 
@@ -340,7 +380,8 @@ class Slots:
     environments: frozenset[str]
     quantifiers: frozenset[str]
     aggregates: frozenset[str]
-    deictic: frozenset[str]
+    #: When it is asked about: its time slot.
+    when: When
     frequency: frozenset[str]
     numbers: tuple[str, ...]
     identifiers: frozenset[str]
@@ -351,11 +392,6 @@ class Slots:
     #: Environments said only as a part of a hyphenated name, each with that name
     #: ("console-web": ("web", "console-web")).
     glued_environments: frozenset[tuple[str, str]] = frozenset()
-    #: The auxiliaries that set the question in only the past ("did", "was") or only the
-    #: future ("will"), else none (lexicon.tense_words).
-    tense: frozenset[str] = frozenset()
-    #: The units of time it asks in ("in ms", "per second", "how many weeks"), folded.
-    units_asked: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         share_sets(self)
@@ -646,7 +682,7 @@ def _relative(match: re.Match[str]) -> str:
 def focus(text: str) -> frozenset[str]:
     """The kinds of answer a question asks for; {"what"} or {"which"} for a bare what or which
     question."""
-    low = _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
+    low = _lowered(text)
     asked, indirect = _asked_part(low)
     asked = _WHICH_CAUSED.sub(r"\1 produced", asked)
     asked = _RELATIVE_WHO.sub(_relative, asked)
@@ -745,7 +781,7 @@ def _is_number(key: str) -> bool:
 def numbers(text: str) -> tuple[str, ...]:
     """The numbers, versions, dates and calendar words a question names, sorted: its number
     slot, read alone (the second look asks it of candidates it may skip)."""
-    low = _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
+    low = _lowered(text)
     # "Monday, May 13" says no more than "May 13": a weekday beside a full date is redundant.
     dated = bool(_MONTH_DAY.search(low))
     # The numbers are read with full dates in ISO form: "March 4, 2025" is "2025-03-04".
@@ -766,8 +802,7 @@ def numbers(text: str) -> tuple[str, ...]:
 @lru_cache(maxsize=QUESTIONS_CACHED)
 def slots(text: str) -> Slots:
     """What a question says in each slot."""
-    low = " ".join(prepare(text).lower().split())
-    low = _TAG_QUESTION.sub("", low)
+    low = _lowered(text)
     toks = words(text)
     surfaces = [t.surface for t in toks]
     without_frequency = low
@@ -793,11 +828,7 @@ def slots(text: str) -> Slots:
             _QUANTIFIERS[w] for w in re.findall(r"[a-z]+", without_frequency) if w in _QUANTIFIERS
         ),
         aggregates=frozenset(_AGGREGATES[s] for s in surfaces if s in _AGGREGATES),
-        deictic=frozenset(
-            " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
-        ),
-        tense=tense_words(re.findall(r"[a-z]+", low)),
-        units_asked=frozenset(_TIME_UNITS[m] for m in _UNIT_ASKED.findall(low)),
+        when=when(text),
         frequency=frozenset(name for name, pattern in _FREQUENCY if pattern.search(low)),
         numbers=numbers(text),
         identifiers=frozenset(
@@ -1194,7 +1225,7 @@ def _spelled_numbers_differ(asked: str, stored: str) -> bool:
     return a != b and not _only_lead_numbers_differ(asked, a, stored, b)
 
 
-def _present_unsaid(one: Slots, other: Slots, other_text: str) -> bool:
+def _present_unsaid(one: When, other: When, other_text: str) -> bool:
     """Whether `one` names only the present ("right now", "so far") where `other` names no
     time and is set in neither only the past nor only the future: a question that names no
     time asks about now ("What's the current memory usage?" / "How much memory is it using
@@ -1206,6 +1237,54 @@ def _present_unsaid(one: Slots, other: Slots, other_text: str) -> bool:
     return "right now" not in one.deictic or not _PERFECT.search(other_text.lower())
 
 
+def _shown(value: object) -> tuple[str, ...]:
+    """A slot's value as a Difference shows it."""
+    if isinstance(value, bool):
+        return ("not",) if value else ()
+    assert isinstance(value, frozenset | tuple)
+    return tuple(sorted(str(v) for v in value))
+
+
+def _time_difference(a: When, b: When, asked: str, stored: str) -> Difference | None:
+    """How two questions (spelled out) differ in time, if they do: the periods they name
+    (the present against none is none, see _present_unsaid), what happened against a
+    forecast, or the unit of time each asks in."""
+    unsaid = _present_unsaid(a, b, stored) or _present_unsaid(b, a, asked)
+    if a.deictic != b.deictic and not unsaid:
+        return Difference("time", _shown(a.deictic), _shown(b.deictic))
+    if opposite_tenses(a.tense, b.tense):
+        # What happened against a forecast ("did the release ship" / "will it ship"), as the
+        # strict test reads them (matching._told_apart_by_function_words).
+        return Difference("time", _shown(a.tense), _shown(b.tense))
+    if a.units_asked and b.units_asked and a.units_asked != b.units_asked:
+        # An answer in one unit of time is not one in another: "how long did the deploy take,
+        # in ms?" is not "..., in minutes?" (one side naming no unit asks in none).
+        return Difference("time", _shown(a.units_asked), _shown(b.units_asked))
+    return None
+
+
+#: A word without which a question names no time for the time slot: a period or what its
+#: shorthand spells out, an auxiliary of the past or the future, a unit of time. Most questions
+#: have none, and their time slot need not be read.
+_MAY_SET_TIME = re.compile(
+    r"\b(?:today|yesterday|tomorrow|tonight|tonite|this|last|next|past|previous|coming|ago|"
+    r"far|now|currently|moment|present|atm|rn|date|yday|yest|"
+    rf"{'|'.join(sorted(PAST_AUXILIARIES | FUTURE_AUXILIARIES))}|didn|wasn|weren|hadn|won|shan|"
+    rf"ll|{'|'.join(sorted(_TIME_UNITS))})\b",
+    re.IGNORECASE,
+)
+
+
+def time_difference(asked: str, stored: str) -> Difference | None:
+    """How two questions differ in time alone, as `differences` reads it, without reading
+    their other slots: what the strict test's matches are checked for (it folds "ever",
+    "right now" and the auxiliaries that carry tense), cheaply enough for every hit."""
+    if not _MAY_SET_TIME.search(asked) and not _MAY_SET_TIME.search(stored):
+        return None
+    asked, stored = spelled_out(asked), spelled_out(stored)
+    return _time_difference(when(asked), when(stored), asked, stored)
+
+
 def differences(asked: str, stored: str) -> list[Difference]:
     """The slots in which a turn differs from a stored question (none: they may be one)."""
     asked, stored = spelled_out(asked), spelled_out(stored)
@@ -1213,14 +1292,8 @@ def differences(asked: str, stored: str) -> list[Difference]:
     found: list[Difference] = []
 
     def differ(slot: str, mine: object, theirs: object) -> None:
-        def shown(value: object) -> tuple[str, ...]:
-            if isinstance(value, bool):
-                return ("not",) if value else ()
-            assert isinstance(value, frozenset | tuple)
-            return tuple(sorted(str(v) for v in value))
-
         assert slot in SLOTS, slot
-        found.append(Difference(slot, shown(mine), shown(theirs)))
+        found.append(Difference(slot, _shown(mine), _shown(theirs)))
 
     # A bare "what" is compatible with asking for a quantity or a degree, and with a bare
     # "which" (see _WHAT_COMPATIBLE). Held out within workday_dev's tuning split (paraphrases
@@ -1252,17 +1325,9 @@ def differences(asked: str, stored: str) -> list[Difference]:
         differ("quantifier", a.quantifiers, b.quantifiers)
     if a.aggregates and b.aggregates and a.aggregates != b.aggregates:
         differ("aggregate", a.aggregates, b.aggregates)
-    unsaid = _present_unsaid(a, b, stored) or _present_unsaid(b, a, asked)
-    if a.deictic != b.deictic and not unsaid:
-        differ("time", a.deictic, b.deictic)
-    elif opposite_tenses(a.tense, b.tense):
-        # What happened against a forecast ("did the release ship" / "will it ship"), as the
-        # strict test reads them (matching._told_apart_by_function_words).
-        differ("time", a.tense, b.tense)
-    elif a.units_asked and b.units_asked and a.units_asked != b.units_asked:
-        # An answer in one unit of time is not one in another: "how long did the deploy take,
-        # in ms?" is not "..., in minutes?" (one side naming no unit asks in none).
-        differ("time", a.units_asked, b.units_asked)
+    timed = _time_difference(a.when, b.when, asked, stored)
+    if timed is not None:
+        found.append(timed)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if _spelled_numbers_differ(asked, stored):
