@@ -146,7 +146,7 @@ TIME_WORDS = (
     st.lists(st.sampled_from(TIME_WORDS), min_size=1, max_size=12),
     st.lists(st.sampled_from(TIME_WORDS), min_size=1, max_size=12),
 )
-def test_the_slots_read_any_count_unit_and_period_without_failing(
+def test_the_slots_read_any_count_unit_and_period_and_agree_on_time_alone(
     asked: list[str], stored: list[str]
 ) -> None:
     one, other = " ".join(asked), " ".join(stored)
