@@ -154,8 +154,12 @@ _AGGREGATES = {
     "total": "total", "sum": "total", "max": "max", "maximum": "max", "peak": "max", "min": "min",
     "minimum": "min", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99",
 }  # fmt: skip
+#: The days a question names by their relation to now.
+_DAYS_NAMED = "today|yesterday|tomorrow|tonight"
+#: The words that set a period before its unit: "last week", "the past 7 days".
+_PERIOD_LEADS = "this|last|next|past|previous|coming"
 _DEICTIC = re.compile(
-    r"\b(?:today|yesterday|tomorrow|tonight|(?:this|last|next|past|previous|coming)\s+"
+    rf"\b(?:{_DAYS_NAMED}|(?:{_PERIOD_LEADS})\s+"
     r"(?:\d+\s+)?(?:week|month|year|quarter|sprint|release|weekend|night|morning|day|hour)s?|"
     r"\d+\s+(?:day|week|month|year|hour)s?\s+ago|so far|right now)\b"
 )
@@ -1073,11 +1077,6 @@ _WEEKDAY_SHORT = {
     "thurs": "thursday", "fri": "friday",
 }  # fmt: skip
 _WEEKDAY_AMBIGUOUS = {"mon": "monday", "wed": "wednesday", "sat": "saturday", "sun": "sunday"}
-_UNIT_SHORT = {
-    "wk": "week", "wks": "weeks", "mo": "month", "mos": "months", "mth": "month",
-    "mths": "months", "yr": "year", "yrs": "years", "hr": "hour", "hrs": "hours",
-}  # fmt: skip
-_TIME_LEAD = r"on|last|this|next|past|previous|per|every|since|until|by|a|\d+"
 #: Units of time by their spellings (not "s", "h", "m" or "min", which say other things too).
 _TIME_UNITS = {
     spelling: unit
@@ -1093,6 +1092,12 @@ _TIME_UNITS = {
     )
     for spelling in spellings.split()
 }
+#: The short spellings spelled out after a word that leads a time, in the number they say.
+_UNIT_SHORT = {
+    short: _TIME_UNITS[short] + ("s" if short.endswith("s") else "")
+    for short in "wk wks mo mos mth mths yr yrs hr hrs".split()
+}
+_TIME_LEAD = r"on|last|this|next|past|previous|per|every|since|until|by|a|\d+"
 #: A unit of time a question asks in: after "in", "per" or "how many" ("in ms", "per
 #: second", "how many weeks"), not a count of it ("in 5 minutes").
 _UNIT_ASKED = re.compile(rf"\b(?:in|per|how many)\s+({'|'.join(_TIME_UNITS)})\b")
@@ -1122,7 +1127,7 @@ def _unit_short(match: re.Match[str]) -> str:
 _NEXT_UNIT = {"second": (60, "minute"), "minute": (60, "hour"), "hour": (24, "day"),
               "day": (7, "week"), "month": (12, "year")}  # fmt: skip
 _WHOLE_UNITS = re.compile(
-    r"\b(?:(this|last|next|past|previous|coming|every|each|per)\s+)?(\d+|one) "
+    rf"\b(?:({_PERIOD_LEADS}|every|each|per)\s+)?(\d+|one) "
     r"(seconds?|secs?|minutes?|mins|hours?|hrs?|days?|weeks?|months?|years?)\b(?!\s+ago\b)",
     re.IGNORECASE,
 )
@@ -1267,8 +1272,9 @@ def _time_difference(a: When, b: When, asked: str, stored: str) -> Difference | 
 #: shorthand spells out, an auxiliary of the past or the future, a unit of time. Most questions
 #: have none, and their time slot need not be read.
 _MAY_SET_TIME = re.compile(
-    r"\b(?:today|yesterday|tomorrow|tonight|tonite|this|last|next|past|previous|coming|ago|"
-    r"far|now|currently|moment|present|atm|rn|date|yday|yest|"
+    rf"\b(?:{_DAYS_NAMED}|{_PERIOD_LEADS}|ago|"
+    # ... and the words _SHORTHAND spells out as one of those, or as "so far" or "right now"
+    r"tonite|far|now|currently|moment|present|atm|rn|date|yday|yest|"
     rf"{'|'.join(sorted(PAST_AUXILIARIES | FUTURE_AUXILIARIES))}|didn|wasn|weren|hadn|won|shan|"
     rf"ll|{'|'.join(sorted(_TIME_UNITS))})\b",
     re.IGNORECASE,
