@@ -261,6 +261,13 @@ async def test_one_thing_said_two_ways_is_served_by_the_strict_test(
          ([], ["right now"])),
         ("How many tests are currently quarantined in acme/web?",
          "How many tests have ever been quarantined in acme/web?", ([], ["right now"])),
+        # The strict test folds "will" and the verb's past away ("who approve release ..."),
+        # and the time slot read only auxiliaries: served at every budget.
+        ("Who approved the release of acme/web 2.3?",
+         "Who will approve the release of acme/web 2.3?", (["will"], ["approved"])),
+        # Who may against who did: scored 0.964, served at every budget.
+        ("Who approved the release of acme/web 2.3?",
+         "Who can approve the release of acme/web 2.3?", (["can"], ["approved"])),
     ],
 )  # fmt: skip
 async def test_a_question_of_another_time_is_never_served(

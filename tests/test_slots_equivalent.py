@@ -459,3 +459,61 @@ def test_another_unit_of_time_asked_in_differs_in_the_time_slot(
 def test_one_unit_of_time_or_none_is_no_difference(asked: str, stored: str) -> None:
     assert differences(asked, stored) == []
     assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "tenses"),
+    [
+        # What happened against who may, must or will: the past said by the verb alone.
+        ("Who can approve the release of acme/web 2.3?",
+         "Who approved the release of acme/web 2.3?", (("can",), ("approved",))),
+        ("Who should approve the release of acme/web 2.3?",
+         "Who approved the release of acme/web 2.3?", (("should",), ("approved",))),
+        ("Who will approve the release of acme/web 2.3?",
+         "Who approved the release of acme/web 2.3?", (("will",), ("approved",))),
+        ("Should we restart the payments service?", "Did we restart the payments service?",
+         (("should",), ("did",))),
+        ("How many jobs will fail in the nightly batch?",
+         "How many jobs failed in the nightly batch?", (("will",), ("failed",))),
+        ("What might cause the DNS outage?", "What caused the DNS outage?",
+         (("might",), ("caused",))),
+        ("Which pods must restart after the upgrade?", "Which pods restarted after the upgrade?",
+         (("must",), ("restarted",))),
+        # "May" is the month, not a modal that would hide the past.
+        ("What will break on May 13?", "What broke on May 13?", (("will",), ("broke",))),
+    ],
+)  # fmt: skip
+def test_the_past_against_a_duty_or_a_forecast_differs_in_the_time_slot(
+    asked: str, stored: str, tenses: tuple[tuple[str, ...], tuple[str, ...]]
+) -> None:
+    assert [(d.slot, d.asked, d.stored) for d in differences(asked, stored)] == [("time", *tenses)]
+    assert [(d.slot, d.asked, d.stored) for d in differences(stored, asked)] == [
+        ("time", tenses[1], tenses[0])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        # A modal against the present asks what the present asks.
+        ("How can I restart the ingest workers?", "How do I restart the ingest workers?"),
+        (
+            "Who can approve the release of acme/web 2.3?",
+            "Who approves the release of acme/web 2.3?",
+        ),
+        # A modal that puts a request, or a guess at the past, sets no time.
+        ("Can you tell me who approved the release?", "Who approved the release?"),
+        ("Can I ask who approved the release?", "Who approved the release?"),
+        ("What might have caused the DNS outage?", "What caused the DNS outage?"),
+        # "could" is also the past.
+        ("Why couldn't the ingest pods start?", "Why did the ingest pods not start?"),
+        # An -ed word that is no past ("need", "exceed").
+        ("Which jobs exceed the memory limit?", "Which jobs will exceed the memory limit?"),
+        ("Which jobs need a restart?", "Which jobs can need a restart?"),
+    ],
+)
+def test_a_modal_or_a_past_against_the_present_is_no_time_difference(
+    asked: str, stored: str
+) -> None:
+    assert [d for d in differences(asked, stored) if d.slot == "time"] == []
+    assert [d for d in differences(stored, asked) if d.slot == "time"] == []

@@ -41,8 +41,9 @@ METHOD = (
     'read as one: "version 2.1" / "v2.1", "95th percentile" / "p95", "24h" / "24 hours", '
     '"10k" / "10,000", "3rd-party" / "third-party", "40 pct" / "40%", '
     '"without" / "with no", "what time" / "when"), unless the two differ in time as the '
-    'time slot below reads it (the strict test folds "ever", "right now" and the auxiliaries '
-    'away: "Who has ever been on call?" is not "Who is on call right now?"), or when the '
+    'time slot below reads it (the strict test folds "ever", "right now", the auxiliaries '
+    'and a verb\'s tense away: "Who has ever been on call?" is not "Who is on call right '
+    'now?", nor "Who will approve it?" "Who approved it?"), or when the '
     "second look accepts it. "
     "The second look first reads the turn in each stored question's words: a turn word that "
     "is no English word and no name of the store, one slip from a common word the stored "
@@ -55,7 +56,8 @@ METHOD = (
     "the strict test is served as the strict test serves it. "
     "It reads both questions slot by slot: identifiers, numbers, "
     "versions, dates and times (a question of what happened against a forecast too: "
-    '"did" / "will"; and the unit of time asked in, "in ms" / "in minutes"), names, negation '
+    '"did" / "will", or against what may or must be done, "who approved" / "who can '
+    'approve"; and the unit of time asked in, "in ms" / "in minutes"), names, negation '
     "and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, and the question's focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "

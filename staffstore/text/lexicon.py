@@ -13,7 +13,7 @@ consistent, not a real word.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import combinations
 
@@ -212,26 +212,58 @@ WITHIN_PHRASE = frozenset(
 #: Auxiliaries that set a question in the past, and in the future.
 PAST_AUXILIARIES = frozenset({"did", "was", "were", "had"})
 FUTURE_AUXILIARIES = frozenset({"will", "shall"})
+#: Modals that ask what can or must be done, not what was: "Who can approve the release?" asks
+#: who is allowed to, "Who approved the release?" what happened. "Could" and "would" are left
+#: out, each also a past ("Why couldn't the pods start?"), and "may", which is more often the
+#: month ("spike may 13", "May -> prod spend?").
+DUTY_MODALS = frozenset({"can", "might", "must", "should"})
+# After a modal, these make it something else: a perfect ("what might have caused it") is a
+# guess at the past, and "can you ..." puts a request, not the question.
+_NOT_A_DUTY = frozenset({"have", "you", "u", "someone", "anyone"})
+# A question asks with its modal near its start ("who can", "which team should").
+_MODAL_WITHIN = 5
+#: The words a question asks with: its auxiliaries and modals ("may" aside, the month).
+ASKING_WORDS = (_MODALS - {"may"}) | _AUXILIARIES
 
 
-def tense_words(words: Iterable[str]) -> frozenset[str]:
-    """The auxiliaries among `words` that set a question in only the past ("did", "was") or
-    only the future ("will"), else none: where it says both, or neither, it has no tense here."""
+def tense_words(words: Sequence[str]) -> frozenset[str]:
+    """What sets a question (its words in order) in time: the auxiliaries that set it in only
+    the past ("did", "was") or only the future ("will"); else, when the first auxiliary it
+    asks with, near its start, is a modal of DUTY_MODALS ("who can approve"), that modal;
+    else none (where it says both past and future, or neither)."""
     seen = frozenset(words)
     past, future = seen & PAST_AUXILIARIES, seen & FUTURE_AUXILIARIES
     if past and future:
         return frozenset()
-    return past or future
+    if past or future:
+        return past or future
+    for index, word in enumerate(words[:_MODAL_WITHIN]):
+        if word in DUTY_MODALS:
+            after = [*words[index + 1 : index + 3], "", ""]
+            request = after[0] == "i" and after[1] == "ask"  # "can I ask who ..."
+            return frozenset() if request or after[0] in _NOT_A_DUTY else frozenset({word})
+        if word in ASKING_WORDS:
+            return frozenset()
+    return frozenset()
+
+
+def _tense(words: frozenset[str]) -> str | None:
+    if not words:
+        return None
+    if FUTURE_AUXILIARIES.issuperset(words):
+        return "future"
+    return "duty" if DUTY_MODALS.issuperset(words) else "past"
 
 
 def opposite_tenses(one: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether two questions' tense_words set one in the past and the other in the future.
-    "Did Trump win?" (what happened) is not "Will Trump win?" (a forecast); present and past,
-    or present and future, stay one question ("Why was the build rejected?", "When does/will
-    the certificate expire?")."""
-    past = PAST_AUXILIARIES.issuperset
-    future = FUTURE_AUXILIARIES.issuperset
-    return bool(one and other) and ((past(one) and future(other)) or (future(one) and past(other)))
+    """Whether two questions' tense_words set one in the past and the other in the future, or
+    asked with a modal of duty. "Did Trump win?" (what happened) is not "Will Trump win?" (a
+    forecast), nor "Who approved it?" "Who can approve it?" (who may); present and past,
+    present and future, or present and a modal stay one question ("Why was the build
+    rejected?" / "Why is it rejected?", "When does/will the certificate expire?", "How can
+    I / do I restart it?"). A word of the tense that is no auxiliary (slots.when: a verb in
+    the past, "who approved") counts as the past."""
+    return {_tense(one), _tense(other)} in ({"past", "future"}, {"past", "duty"})
 
 
 DETERMINERS = frozenset("a an the my your his her its their this these those".split())

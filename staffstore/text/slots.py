@@ -27,13 +27,15 @@ what may differ freely is learned from data (see gate/scoring.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
 from .interning import QUESTIONS_CACHED, share_sets
 from .lexicon import (
+    ASKING_WORDS,
+    DUTY_MODALS,
     FUTURE_AUXILIARIES,
     NUMBER_WORDS,
     PAST_AUXILIARIES,
@@ -347,7 +349,8 @@ class When:
     #: The periods it names ("last week", "right now", "3 days ago"), folded.
     deictic: frozenset[str]
     #: The auxiliaries that set the question in only the past ("did", "was") or only the
-    #: future ("will"), else none (lexicon.tense_words).
+    #: future ("will"), or the modal it asks with ("can"), or a verb in the past ("approved")
+    #: when it asks with neither, else none (lexicon.tense_words, past_verb).
     tense: frozenset[str] = frozenset()
     #: The units of time it asks in ("in ms", "per second", "how many weeks"), folded.
     units_asked: frozenset[str] = frozenset()
@@ -359,6 +362,39 @@ def _lowered(text: str) -> str:
     return _TAG_QUESTION.sub("", " ".join(prepare(text).lower().split()))
 
 
+# The simple pasts of the lexicon's irregular verbs: its participles alone ("broken", "taken")
+# are no question's verb ("which broken builds ...").
+_PAST_FORMS = frozenset(
+    "found made went ran wrote broke began took gave chose knew saw thought bought brought "
+    "caught taught said paid built sent spent lost left felt kept meant met led held told sold "
+    "fell grew drew threw rebuilt rewrote hid got".split()
+)
+_OPENS_A_QUESTION = frozenset("who whom whose what whats which when where why how".split())
+
+
+def _past_of_a_common_word(word: str) -> bool:
+    """Whether an -ed word is the past of a common word: "approved" (approve), "failed"
+    (fail), "shipped" (ship), "retried" (retry); not "need", "exceed" or "hundred"."""
+    if len(word) < 5 or not word.endswith("ed"):
+        return False
+    stems = [word[:-1], word[:-2]]
+    if word[-3] == word[-4]:
+        stems.append(word[:-3])
+    if word.endswith("ied"):
+        stems.append(word[:-3] + "y")
+    return any(len(stem) >= 3 and is_common(stem) for stem in stems)
+
+
+def past_verb(words: Sequence[str]) -> str | None:
+    """The verb that sets a question in the past when it asks with no auxiliary and no modal
+    ("Who approved the release?", "How many jobs failed last night?"): its first word after
+    the question word in a past form. None for a question that asks with one, or that opens
+    with no question word (a statement, a request)."""
+    if not words or words[0] not in _OPENS_A_QUESTION or ASKING_WORDS.intersection(words):
+        return None
+    return next((w for w in words[1:] if w in _PAST_FORMS or _past_of_a_common_word(w)), None)
+
+
 @lru_cache(maxsize=QUESTIONS_CACHED)
 def when(text: str) -> When:
     """A question's time slot, read alone (text spelled out: spelled_out): the strict test's
@@ -368,9 +404,18 @@ def when(text: str) -> When:
         deictic=frozenset(
             " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
         ),
-        tense=tense_words(re.findall(r"[a-z]+", low)),
+        tense=_tense(re.findall(r"[a-z]+", _asked_part(low)[0])),
         units_asked=frozenset(_TIME_UNITS[m] for m in _UNIT_ASKED.findall(low)),
     )
+
+
+def _tense(words: list[str]) -> frozenset[str]:
+    """lexicon.tense_words, or the verb that sets the question in the past (past_verb)."""
+    found = tense_words(words)
+    if found:
+        return found
+    past = past_verb(words)
+    return frozenset() if past is None else frozenset({past})
 
 
 @dataclass(frozen=True)
@@ -1230,14 +1275,20 @@ def _spelled_numbers_differ(asked: str, stored: str) -> bool:
     return a != b and not _only_lead_numbers_differ(asked, a, stored, b)
 
 
+_TENSE_AUXILIARIES = PAST_AUXILIARIES | FUTURE_AUXILIARIES
+
+
 def _present_unsaid(one: When, other: When, other_text: str) -> bool:
     """Whether `one` names only the present ("right now", "so far") where `other` names no
     time and is set in neither only the past nor only the future: a question that names no
     time asks about now ("What's the current memory usage?" / "How much memory is it using
     right now?"), but "What was the memory usage?" asks about some time before. "Right now"
     also differs from a perfect or "ever" ("Who has ever been on call?"), which span more than
-    the present; "so far" spans them too."""
-    if not one.deictic or not one.deictic <= _PRESENT or other.deictic or other.tense:
+    the present; "so far" spans them too. Only an auxiliary sets `other` in the past here: a
+    verb in the past ("How many testers installed it?") is still asked "so far"."""
+    if not one.deictic or not one.deictic <= _PRESENT or other.deictic:
+        return False
+    if other.tense & _TENSE_AUXILIARIES:
         return False
     return "right now" not in one.deictic or not _PERFECT.search(other_text.lower())
 
@@ -1275,7 +1326,8 @@ _MAY_SET_TIME = re.compile(
     rf"\b(?:{_DAYS_NAMED}|{_PERIOD_LEADS}|ago|"
     # ... and the words _SHORTHAND spells out as one of those, or as "so far" or "right now"
     r"tonite|far|now|currently|moment|present|atm|rn|date|yday|yest|"
-    rf"{'|'.join(sorted(PAST_AUXILIARIES | FUTURE_AUXILIARIES))}|didn|wasn|weren|hadn|won|shan|"
+    rf"{'|'.join(sorted(PAST_AUXILIARIES | FUTURE_AUXILIARIES | DUTY_MODALS))}|"
+    r"didn|wasn|weren|hadn|won|shan|mustn|shouldn|"
     rf"ll|{'|'.join(sorted(_TIME_UNITS))})\b",
     re.IGNORECASE,
 )
