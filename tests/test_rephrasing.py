@@ -125,6 +125,10 @@ def test_rephrasings_ask_the_stored_question(turn: str, stored: str) -> None:
         # swaps keep every word: no alternation adds or drops one
         ("flights from Paris to London", "flights from London to Paris"),
         ("Why was Alice replaced by Bob?", "Why was Bob replaced by Alice?"),
+        # a number trades places with a name beside it, never with the verb: one release
+        # replaced v2.3, another was replaced by it
+        ("Which release did v2.3 replace?", "Which release replaced v2.3?"),
+        ("Which service did 4.1 replace?", "Which service replaced 4.1?"),
         # a moved block may not cross a phrase boundary (comma, "and", an auxiliary)
         (
             "The canal is one of the oldest canals in Europe and in Belgium .",

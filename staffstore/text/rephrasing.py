@@ -310,12 +310,14 @@ def _follows_be(words: Sequence[str], block: Sequence[str]) -> bool:
 
 
 def _version_swap(a: Side, b: Side) -> bool:
-    """ "iOS 5.2 build" / "5.2 iOS build": a number trades places with the name beside it."""
+    """ "iOS 5.2 build" / "5.2 iOS build": a number trades places with the name beside it.
+    A verb is no name: "which release replaced v2.3" asks for the newer release, "which
+    release did v2.3 replace" for the older one (a verb in the past marks its place)."""
     swap = _adjacent_swap(a, b)
     if swap is None:
         return False
     i, j = swap
-    if j in a.breaks or j in b.breaks:
+    if j in a.breaks or j in b.breaks or {i, j} & (a.verbal | b.verbal):
         return False
     has_digit = [any(ch.isdigit() for ch in w) for w in (a.seq[i], a.seq[j])]
     return has_digit[0] != has_digit[1] and (a.seq[i].isalpha() or a.seq[j].isalpha())
