@@ -119,6 +119,18 @@ async def ask(store: StaffStore, text: str, **fields: Any) -> Decision:
         ("How optimized is the search index?", "How can we optimize the search index?", "focus"),
         ("Is it wrong to run migrations on a Friday?", "Is it okay to run migrations on a Friday?",
          "polarity"),
+        # Opposites said by a prefix (scored 0.945, 0.926 and 0.775), and fewer against more
+        # (0.815): each was served at a looser budget.
+        ("How do I uninstall the agent on macOS?", "How do I install the agent on macOS?",
+         "polarity"),
+        ("Which users unsubscribed from the status page?",
+         "Which users subscribed to the status page?", "polarity"),
+        ("Who can encrypt the backup bucket?", "Who can decrypt the backup bucket?", "polarity"),
+        ("Which jobs run fewer than 3 times a day?", "Which jobs run more than 3 times a day?",
+         "polarity"),
+        ("How do I unpin the lodash version?", "How do I pin the lodash version?", "polarity"),
+        ("Which hosts were decommissioned last week?", "Which hosts were commissioned last week?",
+         "polarity"),
     ],
 )  # fmt: skip
 def test_a_difference_in_a_slot_is_named(asked: str, stored: str, slot: str) -> None:

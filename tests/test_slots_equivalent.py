@@ -517,3 +517,31 @@ def test_a_modal_or_a_past_against_the_present_is_no_time_difference(
 ) -> None:
     assert [d for d in differences(asked, stored) if d.slot == "time"] == []
     assert [d for d in differences(stored, asked) if d.slot == "time"] == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        ("Which PRs are unmerged?", "Which PRs have not been merged?"),
+        ("Is the cache unavailable?", "Is the cache not available?"),
+        ("Why is the disk unmounted?", "Why is the disk not mounted?"),
+        ("Which tests are unreliable?", "Which tests are never reliable?"),
+    ],
+)
+def test_a_word_undone_by_un_is_the_word_negated(asked: str, stored: str) -> None:
+    assert differences(asked, stored) == []
+    assert differences(stored, asked) == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        # Undone on one side, said on the other: the opposite.
+        ("Which PRs are unmerged?", "Which PRs are merged?"),
+        # Both sides negated: "never unmounted" is not "never mounted".
+        ("Why was the disk never unmounted?", "Why was the disk never mounted?"),
+    ],
+)
+def test_a_word_undone_by_un_against_the_word_differs_in_polarity(asked: str, stored: str) -> None:
+    assert "polarity" in [d.slot for d in differences(asked, stored)]
+    assert "polarity" in [d.slot for d in differences(stored, asked)]

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
+from typing import NamedTuple
 
 from .interning import QUESTIONS_CACHED, share_sets
 from .lexicon import (
@@ -61,8 +62,8 @@ from .words import (
 # Opposites: a word of one side of a row against a word of the other is another question.
 _POLARITY_ROWS = [
     ("increase rise rose risen grow grew grown growth up jump spike higher more gain climb raise "
-     "lift", "decrease drop fall fell fallen decline down lower less lose lost shrink shrank "
-     "reduce cut dip"),
+     "lift", "decrease drop fall fell fallen decline down lower less fewer fewest lose lost "
+     "shrink shrank reduce cut dip"),
     ("enable on", "disable off"),
     ("pass succeed success successful green", "fail failure red break broken broke"),
     ("start begin began", "stop end finish"),
@@ -74,7 +75,7 @@ _POLARITY_ROWS = [
     ("accept approve", "reject decline"),
     ("min minimum", "max maximum"),
     ("fast faster fastest quick quicker quickest", "slow slower slowest sluggish"),
-    ("high higher highest", "low lower lowest"),
+    ("high higher highest upper", "low lower lowest"),
     ("first earliest", "last latest"),
     ("old older oldest", "new newer newest"),
     ("include", "exclude"),
@@ -104,6 +105,19 @@ _POLARITY_ROWS = [
     # this row, 229 / 244 / 265 without (near misses 0 / 1 / 2 of 300 both ways).
     ("right correct okay acceptable", "wrong incorrect"),
     ("deploy deployed deploying deployment rollout release", "rollback revert reverted"),
+    # Undone by a prefix other than "un" (which _undone_by_prefix reads for any word).
+    ("activate activation", "deactivate deactivation"),
+    ("connect connection", "disconnect"),
+    ("commission", "decommission"),
+    ("provision", "deprovision"),
+    ("register registration", "deregister deregistration"),
+    ("serialize serialization", "deserialize deserialization"),
+    ("compress compression", "decompress decompression"),
+    ("encode encoding", "decode decoding"),
+    ("encrypt encryption", "decrypt decryption"),
+    ("attach", "detach"),
+    ("promote promotion", "demote demotion"),
+    ("increment", "decrement"),
 ]  # fmt: skip
 
 
@@ -1293,6 +1307,44 @@ def _present_unsaid(one: When, other: When, other_text: str) -> bool:
     return "right now" not in one.deictic or not _PERFECT.search(other_text.lower())
 
 
+class _Undone(NamedTuple):
+    """A word that one question has and the other undoes with the prefix "un"."""
+
+    asked: tuple[str, ...]
+    stored: tuple[str, ...]
+    #: Whether the asked question is the one that says it with "un".
+    by_asked: bool
+
+
+def _undone_by_prefix(asked: str, stored: str) -> _Undone | None:
+    """A word that one question has and the other undoes with the prefix "un" ("install" /
+    "uninstall", "locked" / "unlocked", "pin" / "unpinned"), each read as the strict test
+    stems it, or None."""
+    mine = set(re.findall(r"[a-z]+", asked.lower()))
+    theirs = set(re.findall(r"[a-z]+", stored.lower()))
+    only_mine, only_theirs = mine - theirs, theirs - mine
+    sides = ((only_mine, only_theirs, True), (only_theirs, only_mine, False))
+    for undoing, other, by_asked in sides:
+        for word in undoing:
+            if not word.startswith("un") or len(word) < 5:
+                continue
+            base = canonical(word[2:])
+            said = (w for w in other if w not in FUNCTION_WORDS and canonical(w) == base)
+            done = next(said, None)
+            if done is not None:
+                pair = ((word,), (done,)) if by_asked else ((done,), (word,))
+                return _Undone(*pair, by_asked)
+    return None
+
+
+def _negated_where_undone(asked: str, a: Slots, stored: str, b: Slots, undone: _Undone) -> bool:
+    """Whether the side that does not say "un" negates the word instead, with "not" or
+    "never": "Which PRs are unmerged?" / "Which PRs have not been merged?" say one state."""
+    negated, text = (b, stored) if undone.by_asked else (a, asked)
+    other = a if undone.by_asked else b
+    return negated.negation and not other.negation and set(_negators(text)) <= _VERB_NEGATORS
+
+
 def _shown(value: object) -> tuple[str, ...]:
     """A slot's value as a Difference shows it."""
     if isinstance(value, bool):
@@ -1367,7 +1419,10 @@ def differences(asked: str, stored: str) -> list[Difference]:
     if a.focus and b.focus and not (a.focus & b.focus) and not one_kind:
         differ("focus", a.focus, b.focus)
     negated_opposite = _negated_opposite(asked, a, stored, b)
-    if a.negation != b.negation and not negated_opposite and not _failed_to(asked, a, stored, b):
+    undone = _undone_by_prefix(asked, stored)
+    negated_undone = undone is not None and _negated_where_undone(asked, a, stored, b, undone)
+    same_negation = negated_opposite or negated_undone or _failed_to(asked, a, stored, b)
+    if a.negation != b.negation and not same_negation:
         differ("negation", a.negation, b.negation)
     for row in {r for r, _ in a.polarity} & {r for r, _ in b.polarity}:
         if negated_opposite:
@@ -1375,6 +1430,8 @@ def differences(asked: str, stored: str) -> list[Difference]:
         if {s for r, s in a.polarity if r == row} != {s for r, s in b.polarity if r == row}:
             differ("polarity", a.polar_words, b.polar_words)
             break
+    if undone is not None and not negated_undone and not any(d.slot == "polarity" for d in found):
+        differ("polarity", undone.asked, undone.stored)
     if a.environments != b.environments:
         env_a, env_b = _environments(a, stored), _environments(b, asked)
         if env_a != env_b:
