@@ -247,7 +247,7 @@ def tense_words(words: Sequence[str]) -> frozenset[str]:
     return frozenset()
 
 
-def _tense(words: frozenset[str]) -> str | None:
+def _tense_kind(words: frozenset[str]) -> str | None:
     if not words:
         return None
     if FUTURE_AUXILIARIES.issuperset(words):
@@ -263,7 +263,7 @@ def opposite_tenses(one: frozenset[str], other: frozenset[str]) -> bool:
     rejected?" / "Why is it rejected?", "When does/will the certificate expire?", "How can
     I / do I restart it?"). A word of the tense that is no auxiliary (slots.when: a verb in
     the past, "who approved") counts as the past."""
-    return {_tense(one), _tense(other)} in ({"past", "future"}, {"past", "duty"})
+    return {_tense_kind(one), _tense_kind(other)} in ({"past", "future"}, {"past", "duty"})
 
 
 DETERMINERS = frozenset("a an the my your his her its their this these those".split())

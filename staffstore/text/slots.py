@@ -418,12 +418,12 @@ def when(text: str) -> When:
         deictic=frozenset(
             " ".join(_DEICTIC_FOLD.get(w, w) for w in m.split()) for m in _DEICTIC.findall(low)
         ),
-        tense=_tense(re.findall(r"[a-z]+", _asked_part(low)[0])),
+        tense=_tense_marks(re.findall(r"[a-z]+", _asked_part(low)[0])),
         units_asked=frozenset(_TIME_UNITS[m] for m in _UNIT_ASKED.findall(low)),
     )
 
 
-def _tense(words: list[str]) -> frozenset[str]:
+def _tense_marks(words: list[str]) -> frozenset[str]:
     """lexicon.tense_words, or the verb that sets the question in the past (past_verb)."""
     found = tense_words(words)
     if found:
@@ -1372,8 +1372,9 @@ def _time_difference(a: When, b: When, asked: str, stored: str) -> Difference | 
 
 
 #: A word without which a question names no time for the time slot: a period or what its
-#: shorthand spells out, an auxiliary of the past or the future, a unit of time. Most questions
-#: have none, and their time slot need not be read.
+#: shorthand spells out, an auxiliary of the past or the future, a modal of duty, a unit of
+#: time. (A verb in the past differs only from a forecast or a modal, which the other side
+#: then names.) Most questions have none, and their time slot need not be read.
 _MAY_SET_TIME = re.compile(
     rf"\b(?:{_DAYS_NAMED}|{_PERIOD_LEADS}|ago|"
     # ... and the words _SHORTHAND spells out as one of those, or as "so far" or "right now"
