@@ -285,6 +285,34 @@ async def test_a_question_of_another_time_is_never_served(
     assert (decision.asked_only, decision.stored_only) == words
 
 
+@pytest.mark.parametrize("budget", [0.001, 0.05])
+@pytest.mark.parametrize(
+    ("stored", "asked", "words"),
+    [
+        # The strict test drops the "be" of the passive and served each at every budget.
+        ("Who assigned ticket SUP-4411?", "Who is assigned ticket SUP-4411?",
+         (["is assigned"], [])),
+        ("Who granted access to the prod database?",
+         "Who was granted access to the prod database?", (["was granted"], [])),
+        ("Which team was given the budget for Q3?", "Which team gave the budget for Q3?",
+         ([], ["was given"])),
+    ],
+)  # fmt: skip
+async def test_who_did_it_is_never_served_who_had_it_done(
+    store: StaffStore,
+    put: PutClaim,
+    stored: str,
+    asked: str,
+    words: tuple[list[str], list[str]],
+    budget: float,
+) -> None:
+    await put(stored, "x")
+    decision = await ask(store, asked, gate_budget=budget)
+    assert (decision.outcome, decision.reason) == ("miss", "changed_requirement")
+    assert decision.differs_in == "role"
+    assert (decision.asked_only, decision.stored_only) == words
+
+
 async def test_a_changed_version_stays_a_changed_requirement(
     store: StaffStore, put: PutClaim
 ) -> None:

@@ -46,7 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from staffstore.gate.query_first import strict_time_difference  # noqa: E402
+from staffstore.gate.query_first import strict_match_difference  # noqa: E402
 from staffstore.gate.scoring import Form, GateModel, text_form  # noqa: E402
 from staffstore.replays.splits import (  # noqa: E402
     THIRDS,
@@ -239,10 +239,10 @@ def isolated_scores(
 ) -> list[Scored]:
     """How the gate scores each (asked, stored, label), each pair alone; `turns` names the turn
     each pair belongs to, when several pairs are one turn's candidates."""
-    # As query_first serves: a strict match that differs in time is refused.
+    # As query_first serves: a strict match that differs in time or in who did what is refused.
     strict = [
         compare(normalize(a), normalize(s)).same_question
-        and strict_time_difference(a, s, frozenset()) is None
+        and strict_match_difference(a, s, frozenset()) is None
         for a, s, _label in pairs
     ]
     # A turn's candidates go to the model together, as the gate sends them.

@@ -47,7 +47,7 @@ from ..text.respelling import (
     repository_owners,
     respelled,
 )
-from ..text.slots import SLOTS, Difference, numbers_differ, time_difference, topic_reading
+from ..text.slots import SLOTS, Difference, numbers_differ, strict_difference, topic_reading
 from ..text.spelling import is_common_word, typo_close
 from ..text.words import words
 from .relative_time import same_period
@@ -412,16 +412,17 @@ def compared_candidates(
     ]
 
 
-def strict_time_difference(text: str, question: str, names: frozenset[str]) -> Difference | None:
-    """How a turn the strict test matched with a stored question differs from it in time, if
-    it does. The strict test folds away what sets a question in time ("ever", "right now", the
-    auxiliaries): "Who has ever been on call?" reads as "Who is on call right now?". A time
-    word misspelt ("last weeek") is read as the stored question's word first, as the second
-    look reads it."""
-    found = time_difference(text, question)
+def strict_match_difference(text: str, question: str, names: frozenset[str]) -> Difference | None:
+    """How a turn the strict test matched with a stored question differs from it in what the
+    strict test folds away, if it does (slots.strict_difference): its time ("ever", "right
+    now", the auxiliaries: "Who has ever been on call?" reads as "Who is on call right now?")
+    or who did what (the "be" of a passive: "Who was granted access?" reads as "Who granted
+    access?"). A time word misspelt ("last weeek") is read as the stored question's word
+    first, as the second look reads it."""
+    found = strict_difference(text, question)
     if found is None:
         return None
-    return time_difference(respelled(text, question, names), question)
+    return strict_difference(respelled(text, question, names), question)
 
 
 def decide(
@@ -520,23 +521,23 @@ def decide(
 
     servable: list[tuple[Claim, float]] = []
     refusals: list[str] = []
-    timed: tuple[Claim, float, Difference] | None = None
+    folding: tuple[Claim, float, Difference] | None = None
     strict_ids = {claim.id for claim, c in compared if c.same_question}
     for claim, score in same:
         refusal = _freshness(claim, turn, now)
-        other_time = None
+        folded = None
         if refusal is None and claim.id in strict_ids:
-            other_time = strict_time_difference(turn.text, claim.question, names)
-        if other_time is not None:
-            timed, refusal = timed or (claim, score, other_time), "changed_requirement"
+            folded = strict_match_difference(turn.text, claim.question, names)
+        if folded is not None:
+            folding, refusal = folding or (claim, score, folded), "changed_requirement"
         if refusal is None:
             servable.append((claim, score))
         else:
             refusals.append(refusal)
     if not servable:
         for reason in ("stale", "changed_requirement", "retracted"):
-            if reason == "changed_requirement" and reason in refusals and timed is not None:
-                claim, score, difference = timed
+            if reason == "changed_requirement" and reason in refusals and folding is not None:
+                claim, score, difference = folding
                 return _miss(
                     reason, score, claim, asked_only=list(difference.asked),
                     stored_only=list(difference.stored), differs_in=difference.slot,

@@ -57,7 +57,7 @@ from ..text.alignment import (
 from ..text.framing import bare_question
 from ..text.matching import compare, normalize
 from ..text.respelling import respelled, shared_names
-from ..text.slots import differences, time_difference
+from ..text.slots import differences, strict_difference
 from ..text.spelling import is_common_word
 from .pair_model import PairModel, default_pair_model
 
@@ -320,13 +320,14 @@ class GateModel:
         found = [self._tree_assess(reading, text) for reading, text in pairs]
         # A turn that the strict test reads as the stored question once its misspellings are
         # read is that question, scored as the strict test serves it: unless the two differ
-        # in time, which the strict test folds away (query_first refuses such a match too).
+        # in time or in who did what, which the strict test folds away (query_first refuses
+        # such a match too).
         settled = {
             i
             for i, (reading, text) in enumerate(pairs)
             if reading != asked
             and compare(normalize(reading), normalize(text), names).same_question
-            and time_difference(reading, text) is None
+            and strict_difference(reading, text) is None
         }
         for i in settled:
             found[i] = Assessment(None, probability=1.0, tree_probability=found[i].probability)

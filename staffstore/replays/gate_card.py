@@ -43,7 +43,9 @@ METHOD = (
     '"without" / "with no", "what time" / "when"), unless the two differ in time as the '
     'time slot below reads it (the strict test folds "ever", "right now", the auxiliaries '
     'and a verb\'s tense away: "Who has ever been on call?" is not "Who is on call right '
-    'now?", nor "Who will approve it?" "Who approved it?"), or when the '
+    'now?", nor "Who will approve it?" "Who approved it?"), or in who did what to a person '
+    'as the role slot below reads it (it drops the "be" of a passive: "Who was granted '
+    'access?" is not "Who granted access?"), or when the '
     "second look accepts it. "
     "The second look first reads the turn in each stored question's words: a turn word that "
     "is no English word and no name of the store, one slip from a common word the stored "
@@ -59,7 +61,9 @@ METHOD = (
     '"did" / "will", or against what may or must be done, "who approved" / "who can '
     'approve"; and the unit of time asked in, "in ms" / "in minutes"), names, negation '
     "and polarity, quantifiers and scope, "
-    "comparatives, platforms and environments, and the question's focus (why / when / who / "
+    "comparatives, platforms and environments, the role of a person asked about (who did "
+    'it or who had it done: "who was granted" / "who granted"), and the question\'s focus '
+    "(why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
     "slot; two spellings of one value agree (a full date in any common notation, an ordinal "
     'in words or digits, "third" / "3rd", a number with or without its thousands separator, '

@@ -41,6 +41,7 @@ from .lexicon import (
     NUMBER_WORDS,
     PAST_AUXILIARIES,
     canonical,
+    is_participle,
     opposite_tenses,
     tense_words,
 )
@@ -464,7 +465,7 @@ class Slots:
 #: where, how much, of which thing) that two questions must share to be one.
 SLOTS = frozenset({
     "focus", "negation", "polarity", "environment", "quantifier", "aggregate", "time",
-    "frequency", "number_or_date", "degree", "name", "identifier",
+    "frequency", "number_or_date", "degree", "name", "identifier", "role",
 })  # fmt: skip
 
 
@@ -1386,6 +1387,68 @@ _MAY_SET_TIME = re.compile(
 )
 
 
+# A question about a person: "who", "whom", or which / what and a noun for people.
+_ABOUT_A_PERSON = re.compile(
+    r"^(?:who|whom|(?:which|what)\s+(?:[a-z-]+\s+)?(?:engineers?|teams?|users?|customers?|"
+    r"people|persons?|managers?|developers?|devs?|reviewers?|owners?|members?|employees?|"
+    r"admins?|contractors?|vendors?|squads?|groups?|folks|individuals?|leads?|interns?|"
+    r"candidates?|clients?|partners?|tenants?|accounts?))\b"
+)
+# What a question about a person must hold somewhere; most questions do not (a cheap test
+# before the question is read).
+_MAY_BE_ABOUT_A_PERSON = re.compile(
+    r"\bwho|\b(?:engineer|team|user|customer|people|person|manager|developer|dev|reviewer|"
+    r"owner|member|employee|admin|contractor|vendor|squad|group|folks|individual|lead|intern|"
+    r"candidate|client|partner|tenant|account)",
+    re.IGNORECASE,
+)
+# A form of "be" or "get" right before a participle: the verb in the passive.
+_PASSIVE = re.compile(
+    r"\b(am|is|are|was|were|be|been|being|get|gets|got|gotten|getting)\s+"
+    r"(?:(?:not|never|just|already|also|recently|ever)\s+)?([a-z]+)\b"
+)
+
+
+def _passive_verbs(low: str) -> dict[str, str]:
+    """The verbs a lower-cased question puts in the passive, by stem: "granted" -> "was granted"."""
+    return {
+        canonical(verb): f"{be} {verb}"
+        for be, verb in _PASSIVE.findall(low)
+        if is_participle(verb) and not verb.endswith("ing") and verb not in ("do", "does")
+    }
+
+
+def role_difference(asked: str, stored: str) -> Difference | None:
+    """Whether two questions about a person ask who did something and who had it done to them:
+    "Who was granted access to the prod database?" (who received it) against "Who granted
+    access to the prod database?" (who gave it). The strict test reads them alike, for it
+    drops the "be" of the passive. A verb in the passive on one side is said actively on the
+    other. Questions about things are left alone: "Which pods were restarted?" asks what
+    "Which pods restarted?" asks."""
+    if not (_MAY_BE_ABOUT_A_PERSON.search(asked) and _MAY_BE_ABOUT_A_PERSON.search(stored)):
+        return None
+    low_asked, low_stored = _asked_part(_lowered(asked))[0], _asked_part(_lowered(stored))[0]
+    if not (_ABOUT_A_PERSON.match(low_asked) and _ABOUT_A_PERSON.match(low_stored)):
+        return None
+    mine, theirs = _passive_verbs(low_asked), _passive_verbs(low_stored)
+    if mine.keys() == theirs.keys():
+        return None
+    said_asked = {canonical(w) for w in re.findall(r"[a-z]+", low_asked)}
+    said_stored = {canonical(w) for w in re.findall(r"[a-z]+", low_stored)}
+    # A verb in the passive on one side that the other says actively.
+    only_mine = sorted(v for stem, v in mine.items() if stem not in theirs and stem in said_stored)
+    only_theirs = sorted(v for stem, v in theirs.items() if stem not in mine and stem in said_asked)
+    if not only_mine and not only_theirs:
+        return None
+    return Difference("role", tuple(only_mine), tuple(only_theirs))
+
+
+def strict_difference(asked: str, stored: str) -> Difference | None:
+    """How two questions the strict test matched differ in what it folds away: their time
+    (time_difference) or who did what (role_difference)."""
+    return time_difference(asked, stored) or role_difference(asked, stored)
+
+
 def time_difference(asked: str, stored: str) -> Difference | None:
     """How two questions differ in time alone, as `differences` reads it, without reading
     their other slots: what the strict test's matches are checked for (it folds "ever",
@@ -1444,6 +1507,9 @@ def differences(asked: str, stored: str) -> list[Difference]:
     timed = _time_difference(a.when, b.when, asked, stored)
     if timed is not None:
         found.append(timed)
+    role = role_difference(asked, stored)
+    if role is not None:
+        found.append(role)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if _spelled_numbers_differ(asked, stored):
