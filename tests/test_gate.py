@@ -246,70 +246,51 @@ async def test_one_thing_said_two_ways_is_served_by_the_strict_test(
 
 @pytest.mark.parametrize("budget", [0.001, 0.01, 0.02, 0.05])
 @pytest.mark.parametrize(
-    ("stored", "asked", "words"),
+    ("stored", "asked", "slot", "words"),
     [
         # The pair model and the trees scored this pair 0.948, which the 1% budget served:
         # the second look reads past against future as the time slot, as the strict test does.
-        ("Did the 2.3 release ship on time?", "Will the 2.3 release ship on time?",
+        ("Did the 2.3 release ship on time?", "Will the 2.3 release ship on time?", "time",
          (["will"], ["did"])),
         # Scored 0.844, which the 2% budget served: the unit asked in is the time slot's.
         ("How long did the acme/web deploy take, in minutes?",
-         "How long did the acme/web deploy take, in ms?", (["ms"], ["minutes"])),
+         "How long did the acme/web deploy take, in ms?", "time", (["ms"], ["minutes"])),
         # The strict test reads both as "who oncall for payment" and served them: "ever" and
         # "right now" set the two in different times, which the time slot reads.
         ("Who is on call for payments right now?", "Who has ever been on call for payments?",
-         ([], ["right now"])),
+         "time", ([], ["right now"])),
         ("How many tests are currently quarantined in acme/web?",
-         "How many tests have ever been quarantined in acme/web?", ([], ["right now"])),
+         "How many tests have ever been quarantined in acme/web?", "time", ([], ["right now"])),
         # The strict test folds "will" and the verb's past away ("who approve release ..."),
         # and the time slot read only auxiliaries: served at every budget.
         ("Who approved the release of acme/web 2.3?",
-         "Who will approve the release of acme/web 2.3?", (["will"], ["approved"])),
+         "Who will approve the release of acme/web 2.3?", "time", (["will"], ["approved"])),
         # Who may against who did: scored 0.964, served at every budget.
         ("Who approved the release of acme/web 2.3?",
-         "Who can approve the release of acme/web 2.3?", (["can"], ["approved"])),
-    ],
-)  # fmt: skip
-async def test_a_question_of_another_time_is_never_served(
-    store: StaffStore,
-    put: PutClaim,
-    stored: str,
-    asked: str,
-    words: tuple[list[str], list[str]],
-    budget: float,
-) -> None:
-    await put(stored, "x")
-    decision = await ask(store, asked, gate_budget=budget)
-    assert (decision.outcome, decision.reason) == ("miss", "changed_requirement")
-    assert decision.differs_in == "time"
-    assert (decision.asked_only, decision.stored_only) == words
-
-
-@pytest.mark.parametrize("budget", [0.001, 0.05])
-@pytest.mark.parametrize(
-    ("stored", "asked", "words"),
-    [
-        # The strict test drops the "be" of the passive and served each at every budget.
-        ("Who assigned ticket SUP-4411?", "Who is assigned ticket SUP-4411?",
+         "Who can approve the release of acme/web 2.3?", "time", (["can"], ["approved"])),
+        # The strict test drops the "be" of the passive and served each at every budget: who
+        # did it is not who had it done.
+        ("Who assigned ticket SUP-4411?", "Who is assigned ticket SUP-4411?", "role",
          (["is assigned"], [])),
         ("Who granted access to the prod database?",
-         "Who was granted access to the prod database?", (["was granted"], [])),
-        ("Which team was given the budget for Q3?", "Which team gave the budget for Q3?",
+         "Who was granted access to the prod database?", "role", (["was granted"], [])),
+        ("Which team was given the budget for Q3?", "Which team gave the budget for Q3?", "role",
          ([], ["was given"])),
     ],
 )  # fmt: skip
-async def test_who_did_it_is_never_served_who_had_it_done(
+async def test_what_the_strict_test_folds_away_is_never_served(
     store: StaffStore,
     put: PutClaim,
     stored: str,
     asked: str,
+    slot: str,
     words: tuple[list[str], list[str]],
     budget: float,
 ) -> None:
     await put(stored, "x")
     decision = await ask(store, asked, gate_budget=budget)
     assert (decision.outcome, decision.reason) == ("miss", "changed_requirement")
-    assert decision.differs_in == "role"
+    assert decision.differs_in == slot
     assert (decision.asked_only, decision.stored_only) == words
 
 
