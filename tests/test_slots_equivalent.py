@@ -558,6 +558,9 @@ def test_a_word_undone_by_un_against_the_word_differs_in_polarity(asked: str, st
         ("Who is doing the migration?", "Who does the migration?"),
         # A request around the question, and the passive on both sides.
         ("Could you tell me who was granted access to prod?", "Who was granted access to prod?"),
+        # The person acted on in both: asked in the passive, and as the object of "did".
+        ("Who was approved by Sam?", "Whom did Sam approve?"),
+        ("Which engineers were promoted by Dana?", "Which engineers did Dana promote?"),
     ],
 )
 def test_the_same_role_said_two_ways_is_no_role_difference(asked: str, stored: str) -> None:

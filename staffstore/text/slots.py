@@ -1418,6 +1418,15 @@ def _passive_verbs(low: str) -> dict[str, str]:
     }
 
 
+def _said_by_the_subject(low: str) -> frozenset[str]:
+    """The stems of a lower-cased question asked with no auxiliary or modal, whose verb then
+    has the thing asked about as its subject; none for any other question."""
+    said = re.findall(r"[a-z]+", low)
+    if ASKING_WORDS.intersection(said):
+        return frozenset()
+    return frozenset(map(canonical, said))
+
+
 def role_difference(asked: str, stored: str) -> Difference | None:
     """Whether two questions about a person ask who did something and who had it done to them:
     "Who was granted access to the prod database?" (who received it) against "Who granted
@@ -1433,9 +1442,10 @@ def role_difference(asked: str, stored: str) -> Difference | None:
     mine, theirs = _passive_verbs(low_asked), _passive_verbs(low_stored)
     if mine.keys() == theirs.keys():
         return None
-    said_asked = {canonical(w) for w in re.findall(r"[a-z]+", low_asked)}
-    said_stored = {canonical(w) for w in re.findall(r"[a-z]+", low_stored)}
-    # A verb in the passive on one side that the other says actively.
+    # A verb in the passive on one side that the other says actively of the person asked
+    # about: in a question with no auxiliary, where the person is its subject ("Who granted
+    # ...?"); "Whom did Sam approve?" asks what "Who was approved by Sam?" asks.
+    said_asked, said_stored = _said_by_the_subject(low_asked), _said_by_the_subject(low_stored)
     only_mine = sorted(v for stem, v in mine.items() if stem not in theirs and stem in said_stored)
     only_theirs = sorted(v for stem, v in theirs.items() if stem not in mine and stem in said_asked)
     if not only_mine and not only_theirs:
