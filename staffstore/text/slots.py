@@ -400,12 +400,18 @@ def _past_of_a_common_word(word: str) -> bool:
     return any(len(stem) >= 3 and is_common(stem) for stem in stems)
 
 
+def _asked_plainly(words: Sequence[str]) -> bool:
+    """Whether a question (its words) asks with no auxiliary and no modal: "Who approved
+    it?", not "Who did they approve?" or "Who can approve it?"."""
+    return not ASKING_WORDS.intersection(words)
+
+
 def past_verb(words: Sequence[str]) -> str | None:
     """The verb that sets a question in the past when it asks with no auxiliary and no modal
     ("Who approved the release?", "How many jobs failed last night?"): its first word after
     the question word in a past form. None for a question that asks with one, or that opens
     with no question word (a statement, a request)."""
-    if not words or words[0] not in _OPENS_A_QUESTION or ASKING_WORDS.intersection(words):
+    if not words or words[0] not in _OPENS_A_QUESTION or not _asked_plainly(words):
         return None
     return next((w for w in words[1:] if w in _PAST_FORMS or _past_of_a_common_word(w)), None)
 
@@ -1409,22 +1415,33 @@ _PASSIVE = re.compile(
 )
 
 
-def _passive_verbs(low: str) -> dict[str, str]:
-    """The verbs a lower-cased question puts in the passive, by stem: "granted" -> "was granted"."""
-    return {
+@dataclass(frozen=True)
+class _PersonAsked:
+    """How a question about a person asks about them, read once per question."""
+
+    #: The verbs it puts in the passive, by stem, each as said ("grant", "was granted").
+    passive: tuple[tuple[str, str], ...]
+    #: The stems of its words when it asks with no auxiliary or modal, its verb's subject
+    #: then the person asked about ("Who granted ...?"); none otherwise.
+    said_by_the_subject: frozenset[str]
+
+
+@lru_cache(maxsize=QUESTIONS_CACHED)
+def _person_asked(text: str) -> _PersonAsked | None:
+    """How a question asks about a person, or None when it asks about no person."""
+    if not _MAY_BE_ABOUT_A_PERSON.search(text):
+        return None
+    low = _asked_part(_lowered(text))[0]
+    if not _ABOUT_A_PERSON.match(low):
+        return None
+    said = re.findall(r"[a-z]+", low)
+    passive = {
         canonical(verb): f"{be} {verb}"
         for be, verb in _PASSIVE.findall(low)
         if is_participle(verb) and not verb.endswith("ing") and verb not in ("do", "does")
     }
-
-
-def _said_by_the_subject(low: str) -> frozenset[str]:
-    """The stems of a lower-cased question asked with no auxiliary or modal, whose verb then
-    has the thing asked about as its subject; none for any other question."""
-    said = re.findall(r"[a-z]+", low)
-    if ASKING_WORDS.intersection(said):
-        return frozenset()
-    return frozenset(map(canonical, said))
+    subject = frozenset(map(canonical, said)) if _asked_plainly(said) else frozenset()
+    return _PersonAsked(tuple(sorted(passive.items())), subject)
 
 
 def role_difference(asked: str, stored: str) -> Difference | None:
@@ -1432,25 +1449,18 @@ def role_difference(asked: str, stored: str) -> Difference | None:
     "Who was granted access to the prod database?" (who received it) against "Who granted
     access to the prod database?" (who gave it). The strict test reads them alike, for it
     drops the "be" of the passive. A verb in the passive on one side is said actively on the
-    other. Questions about things are left alone: "Which pods were restarted?" asks what
-    "Which pods restarted?" asks."""
-    if not (_MAY_BE_ABOUT_A_PERSON.search(asked) and _MAY_BE_ABOUT_A_PERSON.search(stored)):
+    other, of the person asked about ("Whom did Sam approve?" asks what "Who was approved by
+    Sam?" asks). Questions about things are left alone: "Which pods were restarted?" asks
+    what "Which pods restarted?" asks."""
+    a, b = _person_asked(asked), _person_asked(stored)
+    if a is None or b is None or a.passive == b.passive:
         return None
-    low_asked, low_stored = _asked_part(_lowered(asked))[0], _asked_part(_lowered(stored))[0]
-    if not (_ABOUT_A_PERSON.match(low_asked) and _ABOUT_A_PERSON.match(low_stored)):
-        return None
-    mine, theirs = _passive_verbs(low_asked), _passive_verbs(low_stored)
-    if mine.keys() == theirs.keys():
-        return None
-    # A verb in the passive on one side that the other says actively of the person asked
-    # about: in a question with no auxiliary, where the person is its subject ("Who granted
-    # ...?"); "Whom did Sam approve?" asks what "Who was approved by Sam?" asks.
-    said_asked, said_stored = _said_by_the_subject(low_asked), _said_by_the_subject(low_stored)
-    only_mine = sorted(v for stem, v in mine.items() if stem not in theirs and stem in said_stored)
-    only_theirs = sorted(v for stem, v in theirs.items() if stem not in mine and stem in said_asked)
+    mine, theirs = dict(a.passive), dict(b.passive)
+    only_mine = [v for stem, v in a.passive if stem not in theirs and stem in b.said_by_the_subject]
+    only_theirs = [v for stem, v in b.passive if stem not in mine and stem in a.said_by_the_subject]
     if not only_mine and not only_theirs:
         return None
-    return Difference("role", tuple(only_mine), tuple(only_theirs))
+    return Difference("role", tuple(sorted(only_mine)), tuple(sorted(only_theirs)))
 
 
 def strict_difference(asked: str, stored: str) -> Difference | None:
