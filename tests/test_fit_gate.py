@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +121,33 @@ def test_a_form_no_set_holds_gets_the_threshold_all_pairs_allow() -> None:
     table = fit_gate.calibrate({"a": scored_set([0.98, 0.98])})
     found = point(table, 0.001)
     assert found["statement_threshold"] == found["threshold"] == pytest.approx(0.981)
+
+
+_SHIPPED = json.loads(fit_gate.OUT.read_text(encoding="utf-8"))
+_IN_GIT = pytest.mark.skipif(
+    not (fit_gate.ROOT / ".git").exists(), reason="--keep-trees reads HEAD's file from git"
+)
+
+
+@_IN_GIT
+def test_keeping_the_trees_takes_what_the_fit_made_and_names_the_commit_that_grew_them() -> None:
+    kept = fit_gate.kept_fit(copy.deepcopy(_SHIPPED))
+    for key in fit_gate.FITTED:
+        assert kept[key] == _SHIPPED[key]
+    # The calibration is the caller's to redo; the commit is kept from the file, or HEAD's.
+    assert kept["calibration"] != _SHIPPED["calibration"]
+    since = kept["trees_kept_since"]
+    assert since == _SHIPPED.get("trees_kept_since", since)
+    assert re.fullmatch(r"[0-9a-f]{40}", since)
+
+
+@_IN_GIT
+def test_trees_that_are_not_heads_or_read_other_measures_are_not_kept() -> None:
+    regrown = copy.deepcopy(_SHIPPED)
+    regrown["trees"]["value"][-1] += 0.5
+    with pytest.raises(SystemExit, match="not HEAD's"):
+        fit_gate.kept_fit(regrown)
+    other_measures = copy.deepcopy(_SHIPPED)
+    other_measures["features"] = other_measures["features"][:-1]
+    with pytest.raises(SystemExit, match="other measures"):
+        fit_gate.kept_fit(other_measures)

@@ -186,6 +186,11 @@ def test_report_puts_the_gate_card_from_the_ledgers_before_the_results(
     # The releases that fitted the shipped trees are named: another release grows other trees.
     releases = default_model().params["fitted_with"]
     assert releases and all(f"{name} {v}" in card for name, v in releases.items())
+    # Trees held while the calibration was redone name the commit whose fit grew them.
+    params = default_model().params
+    held = [line for line in card.splitlines() if line.startswith("- held since commit")]
+    assert bool(held) == ("trees_kept_since" in params)
+    assert all(params["trees_kept_since"][:12] in line for line in held)
     # The pair model decides: the card names the file the thresholds were calibrated with, and
     # leaves out the trees' short-question bias, which is no longer the gate's.
     assert default_model().params["pair"]["sha256"][:12] in card

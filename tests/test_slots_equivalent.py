@@ -566,3 +566,19 @@ def test_a_word_undone_by_un_against_the_word_differs_in_polarity(asked: str, st
 def test_the_same_role_said_two_ways_is_no_role_difference(asked: str, stored: str) -> None:
     assert [d for d in differences(asked, stored) if d.slot == "role"] == []
     assert [d for d in differences(stored, asked) if d.slot == "role"] == []
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [
+        # Two verbs of one stage.
+        ("Who opened the ticket INC-88?", "Who created the ticket INC-88?"),
+        ("Who fixed the bug in checkout?", "Who resolved the bug in checkout?"),
+        ("When did the change land in prod?", "When was the change deployed to prod?"),
+        # "pull request" shortened: no stage said on one side only.
+        ("Which PRs were merged last week?", "Which pull requests were merged last week?"),
+    ],
+)
+def test_verbs_of_one_stage_are_no_stage_difference(asked: str, stored: str) -> None:
+    assert [d for d in differences(asked, stored) if d.slot == "stage"] == []
+    assert [d for d in differences(stored, asked) if d.slot == "stage"] == []

@@ -1,6 +1,7 @@
 """Fit the gate's score and calibrate its error budgets (staffstore/gate/data/gate_params.json).
 
     python tools/fit_gate.py [--eval ../shared/eval] [--train ../shared/train]
+    python tools/fit_gate.py --keep-trees    # recalibrate only: how a slot change is measured
 
 What is fitted on what (and never on the test splits):
 
@@ -35,6 +36,7 @@ import gzip
 import hashlib
 import json
 import random
+import subprocess
 import sys
 from collections import Counter
 from importlib.metadata import version
@@ -558,6 +560,39 @@ PAIR_OVERRULES: list[str] = ["reordering", "common_swap", "substitution"]
 PAIR_READS = "bare"
 
 
+#: What a run with --keep-trees takes from the shipped file: everything the fit made.
+FITTED = ("features", "filler", "trees", "trees_shape", "fitted_on", "fitted_with")
+
+
+def kept_fit(shipped: dict[str, Any]) -> dict[str, Any]:
+    """The shipped file's filler and trees, and what they were fitted on and with, for a run
+    that redoes only the calibration.
+
+    A change to the slots changes the trees' training set only by the pairs it newly refuses,
+    but the trees bin every measure by quantiles of their training set, so one pair fewer
+    changes every tree: in December 2026 a new slot that refused one more negative fitting pair
+    (and no paraphrase) moved the calibrate thirds by two turns at the 0.1% budget, as much as
+    most slot changes move them. With the trees held, what is measured is the change itself:
+    the pairs it refuses and the thresholds that follow. The trees are grown again only in a
+    trial of their own. `trees_kept_since` names the commit whose file holds the last full
+    fit: check it out and run this script without --keep-trees to grow the same trees."""
+    if shipped.get("features") != list(FEATURES):
+        raise SystemExit("the shipped trees read other measures than FEATURES: fit them again")
+    committed = subprocess.run(
+        ["git", "show", f"HEAD:{OUT.relative_to(ROOT)}"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    if json.loads(committed)["trees"] != shipped["trees"]:
+        raise SystemExit(f"the trees in {OUT.name} are not HEAD's: commit the fit to keep first")
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    kept = {key: shipped[key] for key in FITTED}
+    kept["calibration"] = [{"budget": 1.0, "threshold": 1.0}]  # redone by the caller
+    kept["trees_kept_since"] = shipped.get("trees_kept_since", head)
+    return kept
+
+
 def pair_spec() -> dict[str, Any]:
     """The gate parameters' pair entry for the pair model shipped in the package."""
     from staffstore.gate.pair_model import default_pair_model
@@ -584,6 +619,12 @@ def main() -> None:
         metavar="SHAPES.json",
         help="instead of fitting: a JSON list of tree shapes to compare by cross-validation "
         'within the tuning split, e.g. \'[{"max_depth": 2}, {"max_depth": 3}]\'',
+    )
+    parser.add_argument(
+        "--keep-trees",
+        action="store_true",
+        help="keep the shipped filler and trees and redo only the calibration: how a change to "
+        "the slots is measured (kept_fit says why)",
     )
     args = parser.parse_args()
     workday_file = args.eval / "workday_dev.jsonl"
@@ -625,7 +666,28 @@ def main() -> None:
         return
 
     dev_pairs = workday_pairs(claims, turns)
-    params, scored_pairs = fit_score(dev_pairs + train_fit, [stsb, paws_fit], TREES)
+    if args.keep_trees:
+        params = kept_fit(json.loads(OUT.read_text(encoding="utf-8")))
+    else:
+        params, scored_pairs = fit_score(dev_pairs + train_fit, [stsb, paws_fit], TREES)
+        params["fitted_on"] = {
+            "workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)": {
+                "sha256": sha256(workday_file), "pairs": len(dev_pairs)},
+            **{
+                f"{file.name} fit third (sha256(claim id) % 3 == 0)": {
+                    "sha256": sha256(file), "pairs": train_counts[file.name][0]}
+                for file in trains
+            },
+            "stsb_train.jsonl": {"sha256": sha256(stsb_file), "pairs": len(stsb)},
+            "paws_wiki_dev.jsonl fitting half (first 3000 after a seeded shuffle)": {
+                "sha256": sha256(paws_file), "pairs": len(paws_fit)},
+            "scored_pairs": scored_pairs,
+        }  # fmt: skip
+        # Another release of these grows other trees from the same data and code (scikit-learn
+        # 1.9.1 with numpy 2.4.6 did not reproduce the file an earlier set fitted): name them.
+        params["fitted_with"] = {
+            name: version(name) for name in ("scikit-learn", "numpy", "wordllama", "tokenizers")
+        }
     if not args.no_pair:
         params["pair"] = pair_spec()
     model = GateModel(params)
@@ -633,24 +695,6 @@ def main() -> None:
         {n: isolated_scores(model, p, t) for n, (p, t) in calibration_sets.items()}
     )
     params["calibration"] = calibration
-    params["fitted_on"] = {
-        "workday_dev.jsonl tuning split (D001-D100, odd unrelated turns)": {
-            "sha256": sha256(workday_file), "pairs": len(dev_pairs)},
-        **{
-            f"{file.name} fit third (sha256(claim id) % 3 == 0)": {
-                "sha256": sha256(file), "pairs": train_counts[file.name][0]}
-            for file in trains
-        },
-        "stsb_train.jsonl": {"sha256": sha256(stsb_file), "pairs": len(stsb)},
-        "paws_wiki_dev.jsonl fitting half (first 3000 after a seeded shuffle)": {
-            "sha256": sha256(paws_file), "pairs": len(paws_fit)},
-        "scored_pairs": scored_pairs,
-    }  # fmt: skip
-    # Another release of these grows other trees from the same data and code (scikit-learn
-    # 1.9.1 with numpy 2.4.6 did not reproduce the file an earlier set fitted): name them.
-    params["fitted_with"] = {
-        name: version(name) for name in ("scikit-learn", "numpy", "wordllama", "tokenizers")
-    }
     params["calibrated_on"] = {
         "qqp_pool.jsonl.gz calibration half (sha256(id) even)": {
             "sha256": sha256(qqp_file), "pairs": len(qqp_cal)},

@@ -62,8 +62,9 @@ METHOD = (
     'approve"; and the unit of time asked in, "in ms" / "in minutes"), names, negation '
     "and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, the role of a person asked about (who did "
-    'it or who had it done: "who was granted" / "who granted"), and the question\'s focus '
-    "(why / when / who / "
+    'it or who had it done: "who was granted" / "who granted"), the stage of a thing\'s life '
+    'a verb names ("scheduled" / "cancelled", "filed" / "resolved"), and the question\'s '
+    "focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
     "slot; two spellings of one value agree (a full date in any common notation, an ordinal "
     'in words or digits, "third" / "3rd", a number with or without its thousands separator, '
@@ -549,6 +550,18 @@ def _fitted_with(releases: dict[str, str]) -> list[str]:
     return ["- fitted with " + ", ".join(f"{name} {v}" for name, v in sorted(releases.items()))]
 
 
+def _kept_since(params: dict[str, Any]) -> list[str]:
+    """Whether the trees were held while the calibration was redone, and since which commit."""
+    commit = params.get("trees_kept_since")
+    if not commit:
+        return []
+    return [
+        f"- held since commit {commit[:12]}, whose full fit grew them; the calibration below "
+        "was redone with them held (`tools/fit_gate.py --keep-trees`), as every change to the "
+        "slots since is measured: a refit on a training set one pair smaller grows other trees"
+    ]
+
+
 def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float) -> str | None:
     """The gate card for these ledgers and the shipped gate parameters; None when the ledgers
     hold none of its data sets."""
@@ -573,6 +586,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         "",
         *_trained(params.get("fitted_on", {})),
         *_fitted_with(params.get("fitted_with", {})),
+        *_kept_since(params),
         "",
         "**Calibrated on** (budget -> threshold for a stored question and for a stored "
         "statement; each pair alone):",

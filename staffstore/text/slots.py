@@ -135,8 +135,8 @@ _POLARITY = _polarity_index()
 
 
 @lru_cache(maxsize=65_536)
-def _polar_places(word: str) -> frozenset[tuple[int, int]]:
-    """Rows and sides of a word, its inflections included ("dropped", "drops", "failing")."""
+def _forms(word: str) -> list[str]:
+    """A word and the words it may inflect ("dropped", "drops", "failing" -> "drop", "fail")."""
     forms = [word]
     if word.endswith("s"):
         forms.append(word[:-1])
@@ -148,10 +148,64 @@ def _polar_places(word: str) -> frozenset[tuple[int, int]]:
             forms += [stem, stem + "e"]
             if len(stem) > 2 and stem[-1] == stem[-2]:
                 forms.append(stem[:-1])  # "dropped" -> "drop"
-    for form in forms:
-        if form in _POLARITY:
-            return _POLARITY[form]
-    return frozenset()
+    return forms
+
+
+def _polar_places(word: str) -> frozenset[tuple[int, int]]:
+    """Rows and sides of a word, its inflections included ("dropped", "drops", "failing")."""
+    return next((_POLARITY[f] for f in _forms(word) if f in _POLARITY), frozenset())
+
+
+# The stages of a thing's life (a ticket, a change, an incident) that a verb names: one stage
+# asked about is not another ("Who scheduled the maintenance?" / "Who cancelled it?", "Which
+# customer reported the bug?" / "... was affected by it?"). A word may name several. "Request"
+# is left out: in questions it is most often a noun ("pull requests", "600 requests a minute").
+_STAGES = [
+    "create open file report submit",
+    "propose suggest",
+    "schedule plan",
+    "assign",
+    "review",
+    "approve accept grant",
+    "merge land",
+    "deploy release ship land",
+    "acknowledge ack",
+    "escalate",
+    "resolve fix close mitigate",
+    "cancel abort",
+    "reopen",
+    "affect impact",
+]
+
+
+def _stage_index() -> dict[str, frozenset[int]]:
+    index: dict[str, set[int]] = {}
+    for stage, verbs in enumerate(_STAGES):
+        for verb in verbs.split():
+            index.setdefault(verb, set()).add(stage)
+    return {verb: frozenset(stages) for verb, stages in index.items()}
+
+
+_STAGE_OF = _stage_index()
+
+
+def _stages(word: str) -> frozenset[int]:
+    return next((_STAGE_OF[f] for f in _forms(word) if f in _STAGE_OF), frozenset())
+
+
+def stage_difference(asked: str, stored: str) -> Difference | None:
+    """Whether two questions ask about different stages of a thing's life: each says a verb
+    of a stage the other does not, and no stage is named by both ("pull request" names one
+    too, so a question that drops "pull request" for "PR" is not read as another stage)."""
+    mine = set(re.findall(r"[a-z]+", asked.lower()))
+    theirs = set(re.findall(r"[a-z]+", stored.lower()))
+    staged_mine = {w: st for w in mine - theirs if (st := _stages(w))}
+    staged_theirs = {w: st for w in theirs - mine if (st := _stages(w))}
+    if not staged_mine or not staged_theirs:
+        return None
+    if frozenset().union(*staged_mine.values()) & frozenset().union(*staged_theirs.values()):
+        return None
+    return Difference("stage", tuple(sorted(staged_mine)), tuple(sorted(staged_theirs)))
 
 
 _ENVIRONMENTS = frozenset(
@@ -471,7 +525,7 @@ class Slots:
 #: where, how much, of which thing) that two questions must share to be one.
 SLOTS = frozenset({
     "focus", "negation", "polarity", "environment", "quantifier", "aggregate", "time",
-    "frequency", "number_or_date", "degree", "name", "identifier", "role",
+    "frequency", "number_or_date", "degree", "name", "identifier", "role", "stage",
 })  # fmt: skip
 
 
@@ -1527,9 +1581,9 @@ def differences(asked: str, stored: str) -> list[Difference]:
     timed = _time_difference(a.when, b.when, asked, stored)
     if timed is not None:
         found.append(timed)
-    role = role_difference(asked, stored)
-    if role is not None:
-        found.append(role)
+    for folded in (role_difference(asked, stored), stage_difference(asked, stored)):
+        if folded is not None:
+            found.append(folded)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if _spelled_numbers_differ(asked, stored):
