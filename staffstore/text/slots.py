@@ -267,6 +267,15 @@ NEGATION = re.compile(
 # "..., true or not?", "... or not?": a yes-or-no question, not a negation.
 _TAG_QUESTION = re.compile(r",?\s*(?:or not|true or false|yes or no|right|correct)\s*[?.!]*\s*$")
 _AUX = r"(?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had|am|'s|'re)"
+#: People asked about as a plural ("which engineers ..."), and the places a thing is kept in.
+_PEOPLE = (
+    r"(?:teams|persons|people|engineers|owners|groups|users|members|employees|admins|developers)"
+)
+_PLACES = (
+    r"(?:store|vault|cluster|namespace|region|zone|datacenter|account|project|environment|table"
+    r"|database|schema|folder|directory|repo|repository|file|channel|bucket|dashboard|doc|page"
+    r"|wiki|service|server|host|machine)"
+)
 _FOCUS_PATTERNS = [
     # "What's behind" asks why; "how far behind" and "the run behind the model" do not.
     ("why", r"\bwhy\b|\bhow come\b|\bcaus(?:e|ed|es|ing)\b|\breasons?\b|"
@@ -280,12 +289,19 @@ _FOCUS_PATTERNS = [
     ("when", rf"\bwhen\s+{_AUX}\b|^when\b|\bwhat (?:time|date|day)\b(?!-)|"
              r"\bwhich (?:day|date)\b(?!-)|\bwhat hour\b|\bon what date\b|"
              r"\b(?:expiry|expiration|release|launch|due|start|end|cutoff) date\b|\bdate of\b"),
+    # "Which AWS IAM users still have keys?" asks who too: a plural of people, a word or two
+    # after "which", is what is asked when a verb follows it; "which IAM user access keys are
+    # ..." asks for keys.
     ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\b(?:which|what) (?:teams?|persons?|people|"
             r"engineers?|owners?|groups?|users?|members?|employees?|admins?|developers?)\b|"
+            rf"\b(?:which|what) (?:(?!{_AUX}\b)[\w-]+ ){{1,2}}{_PEOPLE}(?= (?:still |also "
+            rf"|currently )?(?:{_AUX[3:-1]}|need|needs|got|get)\b)|"
             r"\bowner\b|\bowns\b|\bapprover\b"),
+    # "In which secret store are the credentials kept?" asks where they are kept.
     ("where", rf"\bwhere\s+{_AUX}\b|^where\b|\bwhere's\b|\bwhich (?:file|directory|folder|repo|"
               r"repository|module|path|package|region|bucket)\b|\bwhat (?:file|directory|path|"
-              r"location)\b|\blocation of\b"),
+              r"location)\b|\blocation of\b|"
+              rf"\b(?:in|at|on|from) (?:which|what) (?:[\w-]+ )?{_PLACES}\b"),
     ("how_long", r"\bhow long\b|\bhow much time\b|\bduration\b|\bhow many (?:minutes|hours|days|"
                  r"seconds|weeks)\b"),
     ("how_many", r"\bhow many\b|\bnumber of\b|\bwhat number\b|\bcount\b|"
@@ -803,6 +819,16 @@ def _relative(match: re.Match[str]) -> str:
     return match[0] if word in FUNCTION_WORDS else f"{word} that"
 
 
+#: "How is an active user defined?" asks what an active user is, as "What is the definition of
+#: an active user?" does: not how to define one, nor how far it is so.
+_DEFINED = re.compile(
+    r"^how (?:is|are|was|were) (?!(?:i|we|you|one|that|it|this|they)\b)[^?]{1,80}? defined\b"
+)
+
+
+_WHOSE = re.compile(rf"\b(?:which|what) (?:(?!{_AUX}\b)[\w-]+ ){{0,2}}{_PEOPLE}'")
+
+
 def focus(text: str) -> frozenset[str]:
     """The kinds of answer a question asks for; {"what"} or {"which"} for a bare what or which
     question."""
@@ -810,7 +836,12 @@ def focus(text: str) -> frozenset[str]:
     asked, indirect = _asked_part(low)
     asked = _WHICH_CAUSED.sub(r"\1 produced", asked)
     asked = _RELATIVE_WHO.sub(_relative, asked)
+    if _DEFINED.match(asked):
+        return frozenset({"what"})
     found = frozenset(name for name, pattern in FOCUS if pattern.search(asked))
+    if _WHOSE.search(asked):
+        # "Which IAM users' access keys are old?" asks for the keys and for whose they are.
+        return found | {"who", "which"}
     if found:
         return found
     if re.search(r"\b(?:what|whats)\b", asked):
@@ -1267,6 +1298,13 @@ def _in_whole_units(match: re.Match[str]) -> str:
     return f"{lead + ' ' if lead else ''}{count} {unit}s"
 
 
+def _days_short(match: re.Match[str]) -> str:
+    lead, count = match[1] or "", match[2]
+    if not lead and int(count) < 4:
+        return match[0]  # "2d", "3d": dimensions as often as days
+    return f"{lead}{count} days"
+
+
 def _number_word(match: re.Match[str]) -> str:
     return NUMBER_WORDS[match[1].lower()]
 
@@ -1282,6 +1320,11 @@ _SHORTHAND: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
                 r"twenty|thirty|sixty|ninety)(?=[- ](?:seconds?|minutes?|hours?|days?|weeks?|"
                 r"months?|years?)\b)", re.IGNORECASE), _number_word),
+    # A count of days written short, after a comparison or a word that leads a time, or of four
+    # and more: ">7d" is ">7 days", "over 30d" "over 30 days" (not "2d" or "3d" alone, which
+    # name dimensions as often).
+    (re.compile(r"([<>=]\s*|\b(?:over|under|within|than|last|past|for|every|per|after|before|"
+                r"about|around|in|older|newer)\s+)?\b(\d+)d\b", re.IGNORECASE), _days_short),
     # A duration in whole larger units is said in them: "7 days" is "a week", "48 hours" "2
     # days" (not a period counted back, "the last 7 days", nor "7 days ago": the time slot's).
     (_WHOLE_UNITS, _in_whole_units),

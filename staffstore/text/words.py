@@ -147,14 +147,26 @@ def _english_parts(raw: str, separator: str) -> list[str] | None:
     return None
 
 
+#: Words after "one" that leave it a pronoun: "the latest stable one right now", "that one too".
+_AFTER_A_PRONOUN = frozenset("right now rn currently today yet too again instead anymore".split())
+
+
 def _one_is_a_number(raws: list[str], index: int) -> bool:
-    """ "one partition" counts; "quick one,", "which one", "the one that" do not."""
+    """ "one partition" and "only one partition" count; "quick one,", "which one", "the one
+    that", "the only one" and "the latest stable one right now" do not."""
     previous = raws[index - 1].lower() if index else ""
     following = raws[index + 1] if index + 1 < len(raws) else ""
-    if previous in {"quick", "the", "this", "that", "which", "any", "each", "every", "no",
-                    "another", "other", "last", "first", "same", "only", "a"}:  # fmt: skip
+    if previous == "only":
+        if index > 1 and raws[index - 2].lower() in {"the", "my", "our", "your", "their", "its"}:
+            return False
+    elif previous in {"quick", "the", "this", "that", "which", "any", "each", "every", "no",
+                      "another", "other", "last", "first", "same", "a"}:  # fmt: skip
         return False
-    return following.isalpha() and following.lower() not in FUNCTION_WORDS
+    return (
+        following.isalpha()
+        and following.lower() not in FUNCTION_WORDS
+        and following.lower() not in _AFTER_A_PRONOUN
+    )
 
 
 #: "won't" is "will not", not "wo not".
