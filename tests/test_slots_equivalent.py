@@ -656,3 +656,27 @@ def test_one_count_said_two_ways_is_no_number_difference(asked: str, stored: str
 )  # fmt: skip
 def test_another_count_still_differs(asked: str, stored: str) -> None:
     assert "number_or_date" in [d.slot for d in differences(asked, stored)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored", "slot"),
+    [
+        # One value of a setting or measure said two ways.
+        ("What's the maximum connection pool size?", "What's the max connection pool size?",
+         "value"),
+        ("What is the batch size by default?", "What is the default batch size?", "value"),
+        ("What's the SLO for checkout latency?", "What's the checkout latency target?", "value"),
+        # A value said on one side only: the other does not say which it asks for.
+        ("What is the connection pool size for orders-db?",
+         "What is the max connection pool size for orders-db?", "value"),
+        # One level of access said two ways.
+        ("Who can view the dashboard?", "Who has read access to the dashboard?", "access"),
+        ("How do I get edit access to the wiki?", "How do I get write access to the wiki?",
+         "access"),
+    ],
+)  # fmt: skip
+def test_one_value_or_level_said_two_ways_is_no_difference(
+    asked: str, stored: str, slot: str
+) -> None:
+    assert [d for d in differences(asked, stored) if d.slot == slot] == []
+    assert [d for d in differences(stored, asked) if d.slot == slot] == []

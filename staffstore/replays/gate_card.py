@@ -63,7 +63,9 @@ METHOD = (
     "and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, the role of a person asked about (who did "
     'it or who had it done: "who was granted" / "who granted"), the stage of a thing\'s life '
-    'a verb names ("scheduled" / "cancelled", "filed" / "resolved"), and the question\'s '
+    'a verb names ("scheduled" / "cancelled", "filed" / "resolved"), which value of a setting '
+    'or measure ("the max" / "the default pool size", "the latency budget" / "the measured '
+    'latency") and which level of access ("admin" / "read access"), and the question\'s '
     "focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
     "slot; two spellings of one value agree (a full date in any common notation, an ordinal "

@@ -178,34 +178,76 @@ _STAGES = [
 ]
 
 
-def _stage_index() -> dict[str, frozenset[int]]:
+# Which value of a setting or a measure is asked for: the most it may be is not what it is by
+# default, nor what it was measured at ("What is the max pool size?" / "... the default pool
+# size?", "What is the latency budget?" / "What is the measured latency?").
+_VALUE_KINDS = [
+    "max maximum cap ceiling",
+    "min minimum floor",
+    "default",
+    "measured observed actual current",
+    "target budget goal objective slo",
+    "recommended suggested",
+]
+# The levels of access one may be given ("Who has admin access?" / "Who has read access?").
+_ACCESS_LEVELS = [
+    "read view viewer readonly",
+    "write edit editor",
+    "admin administrator superuser",
+]
+
+
+def _kind_index(table: list[str]) -> dict[str, frozenset[int]]:
+    """Each word of a table of kinds (a row of words each), and the rows it is in."""
     index: dict[str, set[int]] = {}
-    for stage, verbs in enumerate(_STAGES):
-        for verb in verbs.split():
-            index.setdefault(verb, set()).add(stage)
-    return {verb: frozenset(stages) for verb, stages in index.items()}
+    for kind, said in enumerate(table):
+        for word in said.split():
+            index.setdefault(word, set()).add(kind)
+    return {word: frozenset(kinds) for word, kinds in index.items()}
 
 
-_STAGE_OF = _stage_index()
+_STAGE_OF = _kind_index(_STAGES)
+_VALUE_OF = _kind_index(_VALUE_KINDS)
+_ACCESS_OF = _kind_index(_ACCESS_LEVELS)
 
 
-def _stages(word: str) -> frozenset[int]:
-    return next((_STAGE_OF[f] for f in _forms(word) if f in _STAGE_OF), frozenset())
+def _one_sided_kinds(
+    slot: str, index: dict[str, frozenset[int]], asked: str, stored: str
+) -> Difference | None:
+    """A `slot` difference when each question says a word of `index` the other does not and
+    no kind is named by both: a word said on both sides, or said on one side against nothing
+    of the kind on the other, tells nothing apart."""
+
+    def kinds(word: str) -> frozenset[int]:
+        return next((index[f] for f in _forms(word) if f in index), frozenset())
+
+    mine = set(re.findall(r"[a-z]+", asked.lower()))
+    theirs = set(re.findall(r"[a-z]+", stored.lower()))
+    said_mine = {w: k for w in mine - theirs if (k := kinds(w))}
+    said_theirs = {w: k for w in theirs - mine if (k := kinds(w))}
+    if not said_mine or not said_theirs:
+        return None
+    if frozenset().union(*said_mine.values()) & frozenset().union(*said_theirs.values()):
+        return None
+    return Difference(slot, tuple(sorted(said_mine)), tuple(sorted(said_theirs)))
 
 
 def stage_difference(asked: str, stored: str) -> Difference | None:
     """Whether two questions ask about different stages of a thing's life: each says a verb
     of a stage the other does not, and no stage is named by both ("pull request" names one
     too, so a question that drops "pull request" for "PR" is not read as another stage)."""
-    mine = set(re.findall(r"[a-z]+", asked.lower()))
-    theirs = set(re.findall(r"[a-z]+", stored.lower()))
-    staged_mine = {w: st for w in mine - theirs if (st := _stages(w))}
-    staged_theirs = {w: st for w in theirs - mine if (st := _stages(w))}
-    if not staged_mine or not staged_theirs:
-        return None
-    if frozenset().union(*staged_mine.values()) & frozenset().union(*staged_theirs.values()):
-        return None
-    return Difference("stage", tuple(sorted(staged_mine)), tuple(sorted(staged_theirs)))
+    return _one_sided_kinds("stage", _STAGE_OF, asked, stored)
+
+
+def value_difference(asked: str, stored: str) -> Difference | None:
+    """Whether two questions ask for different values of one setting or measure: the most,
+    the least, the default, the measured, the target or the recommended."""
+    return _one_sided_kinds("value", _VALUE_OF, asked, stored)
+
+
+def access_difference(asked: str, stored: str) -> Difference | None:
+    """Whether two questions ask about different levels of access: read, write or admin."""
+    return _one_sided_kinds("access", _ACCESS_OF, asked, stored)
 
 
 _ENVIRONMENTS = frozenset(
@@ -541,7 +583,8 @@ class Slots:
 #: where, how much, of which thing) that two questions must share to be one.
 SLOTS = frozenset({
     "focus", "negation", "polarity", "environment", "quantifier", "aggregate", "time",
-    "frequency", "number_or_date", "degree", "name", "identifier", "role", "stage",
+    "frequency", "number_or_date", "degree", "name", "identifier", "role", "stage", "value",
+    "access",
 })  # fmt: skip
 
 
@@ -1624,8 +1667,8 @@ def differences(asked: str, stored: str) -> list[Difference]:
     timed = _time_difference(a.when, b.when, asked, stored)
     if timed is not None:
         found.append(timed)
-    for folded in (role_difference(asked, stored), stage_difference(asked, stored)):
-        if folded is not None:
+    for read in (role_difference, stage_difference, value_difference, access_difference):
+        if (folded := read(asked, stored)) is not None:
             found.append(folded)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
