@@ -127,9 +127,10 @@ FAILURE_CLASSES = (
     "thresholds by the pair model; the style table above shows which styles are served least.",
     "- **Near misses whose difference is not a slot.** Another requirement written as ordinary "
     'words ("for contractors", "not counting refunds"), another aspect of the same subject, '
-    "a verb of another stage (proposed / merged) or a target against a measured value can "
-    "score high; these are where the false hits at the looser budgets come from, and what the "
-    "budget audit counts.",
+    "a verb of another stage outside the stage slot's table (drafted / published) or a value "
+    "kind outside the value slot's (the p99 SLA / the p99 checkout sees) can score high; "
+    "these are where the false hits at the looser budgets come from, and what the budget "
+    "audit counts.",
     "- **A new name one slip from a common word.** The second look reads a turn word that "
     "is no English word as the common word of a stored question it is one slip from, unless "
     "the owner's store already uses it: a turn about a service the store has never heard of, "

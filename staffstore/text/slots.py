@@ -135,7 +135,7 @@ _POLARITY = _polarity_index()
 
 
 @lru_cache(maxsize=65_536)
-def _forms(word: str) -> list[str]:
+def _forms(word: str) -> tuple[str, ...]:
     """A word and the words it may inflect ("dropped", "drops", "failing" -> "drop", "fail")."""
     forms = [word]
     if word.endswith("s"):
@@ -148,7 +148,7 @@ def _forms(word: str) -> list[str]:
             forms += [stem, stem + "e"]
             if len(stem) > 2 and stem[-1] == stem[-2]:
                 forms.append(stem[:-1])  # "dropped" -> "drop"
-    return forms
+    return tuple(forms)
 
 
 def _polar_places(word: str) -> frozenset[tuple[int, int]]:
