@@ -85,6 +85,17 @@ def test_add_then_query_hits(cli: Cli) -> None:
     assert claim_id in result.stdout and "8080" in result.stdout
 
 
+@pytest.mark.parametrize("digit", ["⓵", "²"])
+def test_a_digit_that_is_no_decimal_digit_is_stored_and_found(cli: Cli, digit: str) -> None:
+    # int() cannot read these: reading "⓵" as a number crashed both commands.
+    question = f"What is step {digit} of the failover runbook?"
+    add = ["claims", "add", "--owner", "acme", "--question", question, "--answer", "drain it"]
+    added = ok(cli(*add, "--source", "job", "--job-id", "J-7"))
+    result = ok(cli("query", "--owner", "acme", question))
+    assert result.stdout.splitlines()[0].startswith("hit")
+    assert added.stdout.split()[1] in result.stdout
+
+
 def test_adding_the_same_claim_twice_says_already_stored(cli: Cli) -> None:
     first = ok(cli(*ADD)).stdout.split()[-1]
     assert ok(cli(*ADD)).stdout == f"already stored {first}\n"

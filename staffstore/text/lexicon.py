@@ -314,7 +314,7 @@ def canonical(token: str, *, fold_verb: bool = True) -> str:
         return _PRONOUNS[token]
     if token in NUMBER_WORDS and token != "one":
         return NUMBER_WORDS[token]
-    if token.isdigit():
+    if token.isdecimal():  # not isdigit: "⓵" is a digit int() cannot read
         return str(int(token))  # 0042 -> 42
     word = stem(_SYNONYMS.get(token, token))
     word = _SYNONYMS.get(word, word)
