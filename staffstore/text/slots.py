@@ -333,10 +333,11 @@ _FOCUS_PATTERNS = [
              r"\b(?:expiry|expiration|release|launch|due|start|end|cutoff) date\b|\bdate of\b"),
     # "Which AWS IAM users still have keys?" asks who too: a plural of people, a word or two
     # after "which", is what is asked when a verb follows it; "which IAM user access keys are
-    # ..." asks for keys.
+    # ..." asks for keys. Only "which" is matched: the alignment takes what a focus pattern
+    # matches out of the question, and "AWS IAM users" says whom it asks about.
     ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\b(?:which|what) (?:teams?|persons?|people|"
             r"engineers?|owners?|groups?|users?|members?|employees?|admins?|developers?)\b|"
-            rf"\b(?:which|what) (?:(?!{_AUX}\b)[\w-]+ ){{1,2}}{_PEOPLE}(?= (?:still |also "
+            rf"\b(?:which|what)(?= (?:(?!{_AUX}\b)[\w-]+ ){{1,2}}{_PEOPLE} (?:still |also "
             rf"|currently )?(?:{_AUX[3:-1]}|need|needs|got|get)\b)|"
             r"\bowner\b|\bowns\b|\bapprover\b"),
     # "In which secret store are the credentials kept?" asks where they are kept.
