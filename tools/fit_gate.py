@@ -578,19 +578,19 @@ def kept_fit(shipped: dict[str, Any]) -> dict[str, Any]:
     fit: check it out and run this script without --keep-trees to grow the same trees."""
     if shipped.get("features") != list(FEATURES):
         raise SystemExit("the shipped trees read other measures than FEATURES: fit them again")
-    committed = subprocess.run(
-        ["git", "show", f"HEAD:{OUT.relative_to(ROOT)}"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    if json.loads(committed)["trees"] != shipped["trees"]:
+    committed = json.loads(_git("show", f"HEAD:{OUT.relative_to(ROOT)}"))
+    if committed["trees"] != shipped["trees"]:
         raise SystemExit(f"the trees in {OUT.name} are not HEAD's: commit the fit to keep first")
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
     kept = {key: shipped[key] for key in FITTED}
     kept["calibration"] = [{"budget": 1.0, "threshold": 1.0}]  # redone by the caller
-    kept["trees_kept_since"] = shipped.get("trees_kept_since", head)
+    kept["trees_kept_since"] = shipped.get("trees_kept_since") or _git("rev-parse", "HEAD")
     return kept
+
+
+def _git(*args: str) -> str:
+    """What git prints for `args` in this repository, without its last newline."""
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.rstrip("\n")
 
 
 def pair_spec() -> dict[str, Any]:

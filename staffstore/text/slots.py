@@ -211,43 +211,36 @@ _VALUE_OF = _kind_index(_VALUE_KINDS)
 _ACCESS_OF = _kind_index(_ACCESS_LEVELS)
 
 
-def _one_sided_kinds(
-    slot: str, index: dict[str, frozenset[int]], asked: str, stored: str
-) -> Difference | None:
-    """A `slot` difference when each question says a word of `index` the other does not and
-    no kind is named by both: a word said on both sides, or said on one side against nothing
-    of the kind on the other, tells nothing apart."""
-
-    def kinds(word: str) -> frozenset[int]:
-        return next((index[f] for f in _forms(word) if f in index), frozenset())
-
-    mine = set(re.findall(r"[a-z]+", asked.lower()))
-    theirs = set(re.findall(r"[a-z]+", stored.lower()))
-    said_mine = {w: k for w in mine - theirs if (k := kinds(w))}
-    said_theirs = {w: k for w in theirs - mine if (k := kinds(w))}
-    if not said_mine or not said_theirs:
-        return None
-    if frozenset().union(*said_mine.values()) & frozenset().union(*said_theirs.values()):
-        return None
-    return Difference(slot, tuple(sorted(said_mine)), tuple(sorted(said_theirs)))
+#: The slots read from a closed table of kinds: a word one question says and the other does
+#: not, of a kind none of the other's such words shares ("cancelled" / "scheduled"). A word
+#: said on both sides, or said on one side against nothing of the kind on the other, tells
+#: nothing apart ("pull request" names a stage too, so "PR" for it is no other stage).
+_KIND_SLOTS = (("stage", _STAGE_OF), ("value", _VALUE_OF), ("access", _ACCESS_OF))
 
 
-def stage_difference(asked: str, stored: str) -> Difference | None:
-    """Whether two questions ask about different stages of a thing's life: each says a verb
-    of a stage the other does not, and no stage is named by both ("pull request" names one
-    too, so a question that drops "pull request" for "PR" is not read as another stage)."""
-    return _one_sided_kinds("stage", _STAGE_OF, asked, stored)
+@lru_cache(maxsize=QUESTIONS_CACHED)
+def _letter_words(text: str) -> frozenset[str]:
+    """A question's words of letters, lower-cased: what the one-sided readings compare."""
+    return frozenset(re.findall(r"[a-z]+", text.lower()))
 
 
-def value_difference(asked: str, stored: str) -> Difference | None:
-    """Whether two questions ask for different values of one setting or measure: the most,
-    the least, the default, the measured, the target or the recommended."""
-    return _one_sided_kinds("value", _VALUE_OF, asked, stored)
+def _kinds_of(word: str, index: dict[str, frozenset[int]]) -> frozenset[int]:
+    """The kinds of `index` a word or a form it inflects names (none: not a word of it)."""
+    return next((index[f] for f in _forms(word) if f in index), frozenset())
 
 
-def access_difference(asked: str, stored: str) -> Difference | None:
-    """Whether two questions ask about different levels of access: read, write or admin."""
-    return _one_sided_kinds("access", _ACCESS_OF, asked, stored)
+def _kind_differences(only_mine: frozenset[str], only_theirs: frozenset[str]) -> list[Difference]:
+    """The differences in each of _KIND_SLOTS, from the words each question says alone."""
+    found = []
+    for slot, index in _KIND_SLOTS:
+        said_mine = {w: k for w in only_mine if (k := _kinds_of(w, index))}
+        said_theirs = {w: k for w in only_theirs if (k := _kinds_of(w, index))}
+        if not said_mine or not said_theirs:
+            continue
+        if frozenset().union(*said_mine.values()) & frozenset().union(*said_theirs.values()):
+            continue
+        found.append(Difference(slot, tuple(sorted(said_mine)), tuple(sorted(said_theirs))))
+    return found
 
 
 _ENVIRONMENTS = frozenset(
@@ -309,10 +302,19 @@ NEGATION = re.compile(
 # "..., true or not?", "... or not?": a yes-or-no question, not a negation.
 _TAG_QUESTION = re.compile(r",?\s*(?:or not|true or false|yes or no|right|correct)\s*[?.!]*\s*$")
 _AUX = r"(?:is|are|was|were|do|does|did|will|would|can|could|should|has|have|had|am|'s|'re)"
-#: People asked about as a plural ("which engineers ..."), and the places a thing is kept in.
-_PEOPLE = (
-    r"(?:teams|persons|people|engineers|owners|groups|users|members|employees|admins|developers)"
-)
+#: The people a "which" question may ask for, so that it asks who ("which engineers ...").
+_FOCUS_PEOPLE = "team person people engineer owner group user member employee admin developer"
+
+
+def _nouns(said: str, *, plural: str) -> str:
+    """A regex group of the nouns `said`, each followed by `plural` ("s?", "s" or ""), but for
+    the nouns that are plural already ("people", "folks")."""
+    forms = (n if n in ("people", "folks") else n + plural for n in said.split())
+    return "(?:" + "|".join(forms) + ")"
+
+
+#: ... and those people as a plural, and the places a thing is kept in.
+_PEOPLE = _nouns(_FOCUS_PEOPLE, plural="s")
 _PLACES = (
     r"(?:store|vault|cluster|namespace|region|zone|datacenter|account|project|environment|table"
     r"|database|schema|folder|directory|repo|repository|file|channel|bucket|dashboard|doc|page"
@@ -335,8 +337,7 @@ _FOCUS_PATTERNS = [
     # after "which", is what is asked when a verb follows it; "which IAM user access keys are
     # ..." asks for keys. Only "which" is matched: the alignment takes what a focus pattern
     # matches out of the question, and "AWS IAM users" says whom it asks about.
-    ("who", r"\bwho\b|\bwhom\b|\bwhose\b|\b(?:which|what) (?:teams?|persons?|people|"
-            r"engineers?|owners?|groups?|users?|members?|employees?|admins?|developers?)\b|"
+    ("who", rf"\bwho\b|\bwhom\b|\bwhose\b|\b(?:which|what) {_nouns(_FOCUS_PEOPLE, plural='s?')}\b|"
             rf"\b(?:which|what)(?= (?:(?!{_AUX}\b)[\w-]+ ){{1,2}}{_PEOPLE} (?:still |also "
             rf"|currently )?(?:{_AUX[3:-1]}|need|needs|got|get)\b)|"
             r"\bowner\b|\bowns\b|\bapprover\b"),
@@ -1464,13 +1465,10 @@ class _Undone(NamedTuple):
     by_asked: bool
 
 
-def _undone_by_prefix(asked: str, stored: str) -> _Undone | None:
-    """A word that one question has and the other undoes with the prefix "un" ("install" /
-    "uninstall", "locked" / "unlocked", "pin" / "unpinned"), each read as the strict test
-    stems it, or None."""
-    mine = set(re.findall(r"[a-z]+", asked.lower()))
-    theirs = set(re.findall(r"[a-z]+", stored.lower()))
-    only_mine, only_theirs = mine - theirs, theirs - mine
+def _undone_by_prefix(only_mine: frozenset[str], only_theirs: frozenset[str]) -> _Undone | None:
+    """A word that one question says alone and the other undoes with the prefix "un"
+    ("install" / "uninstall", "locked" / "unlocked", "pin" / "unpinned"), each read as the
+    strict test stems it, or None."""
     sides = ((only_mine, only_theirs, True), (only_theirs, only_mine, False))
     for undoing, other, by_asked in sides:
         for word in undoing:
@@ -1535,20 +1533,17 @@ _MAY_SET_TIME = re.compile(
 
 
 # A question about a person: "who", "whom", or which / what and a noun for people.
+_PERSON_NOUNS = (
+    "engineer team user customer people person manager developer dev reviewer owner member "
+    "employee admin contractor vendor squad group folks individual lead intern candidate client "
+    "partner tenant account"
+)
 _ABOUT_A_PERSON = re.compile(
-    r"^(?:who|whom|(?:which|what)\s+(?:[a-z-]+\s+)?(?:engineers?|teams?|users?|customers?|"
-    r"people|persons?|managers?|developers?|devs?|reviewers?|owners?|members?|employees?|"
-    r"admins?|contractors?|vendors?|squads?|groups?|folks|individuals?|leads?|interns?|"
-    r"candidates?|clients?|partners?|tenants?|accounts?))\b"
+    rf"^(?:who|whom|(?:which|what)\s+(?:[a-z-]+\s+)?{_nouns(_PERSON_NOUNS, plural='s?')})\b"
 )
 # What a question about a person must hold somewhere; most questions do not (a cheap test
 # before the question is read).
-_MAY_BE_ABOUT_A_PERSON = re.compile(
-    r"\bwho|\b(?:engineer|team|user|customer|people|person|manager|developer|dev|reviewer|"
-    r"owner|member|employee|admin|contractor|vendor|squad|group|folks|individual|lead|intern|"
-    r"candidate|client|partner|tenant|account)",
-    re.IGNORECASE,
-)
+_MAY_BE_ABOUT_A_PERSON = re.compile(rf"\bwho|\b{_nouns(_PERSON_NOUNS, plural='')}", re.IGNORECASE)
 # A form of "be" or "get" right before a participle: the verb in the passive.
 _PASSIVE = re.compile(
     r"\b(am|is|are|was|were|be|been|being|get|gets|got|gotten|getting)\s+"
@@ -1644,7 +1639,9 @@ def differences(asked: str, stored: str) -> list[Difference]:
     if a.focus and b.focus and not (a.focus & b.focus) and not one_kind:
         differ("focus", a.focus, b.focus)
     negated_opposite = _negated_opposite(asked, a, stored, b)
-    undone = _undone_by_prefix(asked, stored)
+    mine, theirs = _letter_words(asked), _letter_words(stored)
+    only_mine, only_theirs = mine - theirs, theirs - mine
+    undone = _undone_by_prefix(only_mine, only_theirs)
     negated_undone = undone is not None and _negated_where_undone(asked, a, stored, b, undone)
     same_negation = negated_opposite or negated_undone or _failed_to(asked, a, stored, b)
     if a.negation != b.negation and not same_negation:
@@ -1668,9 +1665,10 @@ def differences(asked: str, stored: str) -> list[Difference]:
     timed = _time_difference(a.when, b.when, asked, stored)
     if timed is not None:
         found.append(timed)
-    for read in (role_difference, stage_difference, value_difference, access_difference):
-        if (folded := read(asked, stored)) is not None:
-            found.append(folded)
+    role = role_difference(asked, stored)
+    if role is not None:
+        found.append(role)
+    found += _kind_differences(only_mine, only_theirs)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if _spelled_numbers_differ(asked, stored):
