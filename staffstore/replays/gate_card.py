@@ -59,7 +59,9 @@ METHOD = (
     "It reads both questions slot by slot: identifiers, numbers, "
     "versions, dates and times (a question of what happened against a forecast too: "
     '"did" / "will", or against what may or must be done, "who approved" / "who can '
-    'approve"; and the unit of time asked in, "in ms" / "in minutes"), names, negation '
+    'approve"; advice against what is or was, "which version should the cluster run" / '
+    '"does the cluster run"; and the unit of time asked in, "in ms" / "in minutes"), names, '
+    "negation "
     "and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, the role of a person asked about (who did "
     'it or who had it done: "who was granted" / "who granted"), the stage of a thing\'s life '

@@ -222,6 +222,13 @@ DUTY_MODALS = frozenset({"can", "might", "must", "should"})
 _NOT_A_DUTY = frozenset({"have", "you", "u", "someone", "anyone"})
 # A question asks with its modal near its start ("who can", "which team should").
 _MODAL_WITHIN = 5
+#: "Should" asked of the asker ("how should I restart it?", "what should we set it to?") asks
+#: how to act, as "can" does, and so does "what should be the best way": people ask "what is
+#: the best X" so. Asked of anyone or anything else it asks for advice, what ought to be, which
+#: is not what is or was: "Which Kafka version should the cluster run?" is not "Which Kafka
+#: version does the cluster run?", nor "What size should the pool be?" "What size is the pool?".
+ADVICE_MODAL = "should"
+_NOT_ADVICE = frozenset({"i", "we", "one", "be"})
 #: The words a question asks with: its auxiliaries and modals ("may" aside, the month).
 ASKING_WORDS = (_MODALS - {"may"}) | _AUXILIARIES
 
@@ -241,7 +248,14 @@ def tense_words(words: Sequence[str]) -> frozenset[str]:
         if word in DUTY_MODALS:
             after = [*words[index + 1 : index + 3], "", ""]
             request = after[0] == "i" and after[1] == "ask"  # "can I ask who ..."
-            return frozenset() if request or after[0] in _NOT_A_DUTY else frozenset({word})
+            if request or after[0] in _NOT_A_DUTY:
+                return frozenset()
+            if word == ADVICE_MODAL:
+                if after[1] == "have":  # "should also have": a perfect, as "should have" is
+                    return frozenset()
+                if after[0] in _NOT_ADVICE:
+                    return frozenset({f"{word} {after[0]}"})  # "should we": how to act, a duty
+            return frozenset({word})
         if word in ASKING_WORDS:
             return frozenset()
     return frozenset()
@@ -252,7 +266,10 @@ def _tense_kind(words: frozenset[str]) -> str | None:
         return None
     if FUTURE_AUXILIARIES.issuperset(words):
         return "future"
-    return "duty" if DUTY_MODALS.issuperset(words) else "past"
+    if words == {ADVICE_MODAL}:
+        return "advice"
+    duties = {word.split()[0] for word in words}  # "should we" is a duty
+    return "duty" if DUTY_MODALS.issuperset(duties) else "past"
 
 
 def opposite_tenses(one: frozenset[str], other: frozenset[str]) -> bool:
@@ -262,8 +279,11 @@ def opposite_tenses(one: frozenset[str], other: frozenset[str]) -> bool:
     present and future, or present and a modal stay one question ("Why was the build
     rejected?" / "Why is it rejected?", "When does/will the certificate expire?", "How can
     I / do I restart it?"). A word of the tense that is no auxiliary (slots.when: a verb in
-    the past, "who approved") counts as the past."""
-    return {_tense_kind(one), _tense_kind(other)} in ({"past", "future"}, {"past", "duty"})
+    the past, "who approved") counts as the past. Advice ("which version should the cluster
+    run?") differs from the present and the past: what ought to be is not what is or was; it
+    agrees with a forecast ("will": a plan) and with another modal of duty ("must")."""
+    kinds = {_tense_kind(one), _tense_kind(other)}
+    return kinds in ({"past", "future"}, {"past", "duty"}, {"advice", None}, {"advice", "past"})
 
 
 DETERMINERS = frozenset("a an the my your his her its their this these those".split())
