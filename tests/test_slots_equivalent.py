@@ -549,6 +549,10 @@ SAID_TWO_WAYS = [
     ("Who fixed the bug in checkout?", "Who resolved the bug in checkout?", "stage"),
     ("When did the change land in prod?", "When was the change deployed to prod?", "stage"),
     ("Which PRs were merged last week?", "Which pull requests were merged last week?", "stage"),
+    # A revert said by both, as a verb or a noun, in any of its words.
+    ("Why did the June 3 cutover roll back?", "Why was the June 3 cutover rolled back?", "stage"),
+    ("Who rolled it back after the cutover?", "Who did the rollback after the cutover?", "stage"),
+    ("Why did we downgrade the Redis client?", "Why did we revert the Redis client?", "stage"),
     # People a word or two after "which", the subject of its verb or owning what follows; a
     # place asked for with "in which"; "how is X defined" asks what X is.
     ("Who still has AWS IAM user access keys older than 180 days?",

@@ -65,7 +65,8 @@ METHOD = (
     "and polarity, quantifiers and scope, "
     "comparatives, platforms and environments, the role of a person asked about (who did "
     'it or who had it done: "who was granted" / "who granted"), the stage of a thing\'s life '
-    'a verb names ("scheduled" / "cancelled", "filed" / "resolved"), which value of a setting '
+    'a verb names ("scheduled" / "cancelled", "filed" / "resolved"; and a revert one of them '
+    'says alone, "rolled back to" / "moved to"), which value of a setting '
     'or measure ("the max" / "the default pool size", "the latency budget" / "the measured '
     'latency") and which level of access ("admin" / "read access"), and the question\'s '
     "focus (why / when / who / "

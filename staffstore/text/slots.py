@@ -229,6 +229,24 @@ def _kinds_of(word: str, index: dict[str, frozenset[int]]) -> frozenset[int]:
     return next((index[f] for f in _forms(word) if f in index), frozenset())
 
 
+# A revert undoes what the other question asks about: "What version did it roll back to?" is
+# not "What version did it move to?", nor "Which version was rolled back?" "Which version runs?".
+# Said by one question and not the other, it is a stage difference, unlike a verb of the
+# stages above, which differs only against another stage ("reverted" / "merged" is one too).
+_REVERTS = frozenset(
+    "rollback rollbacks revert reverts reverted reverting downgrade downgrades downgraded "
+    "downgrading".split()
+)
+
+
+@lru_cache(maxsize=QUESTIONS_CACHED)
+def _reverts(text: str) -> tuple[str, ...]:
+    """The words by which a question says something was undone ("rolled back" as "rollback",
+    "reverted")."""
+    said = re.findall(r"[a-z]+", _ROLL_BACK.sub(" rollback ", text.lower()))
+    return tuple(sorted(_REVERTS.intersection(said)))
+
+
 def _kind_differences(only_mine: frozenset[str], only_theirs: frozenset[str]) -> list[Difference]:
     """The differences in each of _KIND_SLOTS, from the words each question says alone."""
     found = []
@@ -408,7 +426,8 @@ _CAPITALISED = r"([A-Z][a-z]+[A-Za-z]*)\b(?!-\w*\d)"
 _NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b" + _CAPITALISED)
 # The first word is capitalised anyway: a name only when it is no common word (`names`).
 _FIRST_NAME = re.compile("^" + _CAPITALISED)
-_ROLL_BACK = re.compile(r"\broll(?:s|ed|ing)?[\s-]+back\b")
+# "Rolling back", "rolled it back": undoing a deploy (the polarity slot) or a change (`_reverts`).
+_ROLL_BACK = re.compile(r"\broll(?:s|ed|ing)?[\s-]+(?:(?:it|them)\s+)?back\b")
 _PARTICLE_UP = re.compile(
     r"\b(?:sign|set|look|pick|spin|back|follow|speed|clean|show|make|end|free|open|line|roll|"
     r"start|mark|scale)[\s-]+ups?\b"
@@ -1669,6 +1688,12 @@ def differences(asked: str, stored: str) -> list[Difference]:
     if role is not None:
         found.append(role)
     found += _kind_differences(only_mine, only_theirs)
+    reverted, reverted_too = _reverts(asked), _reverts(stored)
+    # The polarity slot reads "rolled back" against "deployed" already: one difference, once.
+    if bool(reverted) != bool(reverted_too) and not any(
+        d.slot in ("stage", "polarity") for d in found
+    ):
+        differ("stage", reverted, reverted_too)
     if a.frequency and b.frequency and a.frequency != b.frequency:
         differ("frequency", a.frequency, b.frequency)
     if _spelled_numbers_differ(asked, stored):
