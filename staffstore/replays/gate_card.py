@@ -68,7 +68,8 @@ METHOD = (
     'a verb names ("scheduled" / "cancelled", "filed" / "resolved"; and a revert one of them '
     'says alone, "rolled back to" / "moved to"), which value of a setting '
     'or measure ("the max" / "the default pool size", "the latency budget" / "the measured '
-    'latency") and which level of access ("admin" / "read access"), and the question\'s '
+    'latency"), which level of access ("admin" / "read access"), what a measure is measured '
+    'in ("the retention period" / "the size-based retention limit"), and the question\'s '
     "focus (why / when / who / "
     "how many / which ...) must agree, or the turn misses as `changed_requirement`, naming the "
     "slot; two spellings of one value agree (a full date in any common notation, an ordinal "

@@ -236,8 +236,9 @@ ASKING_WORDS = (_MODALS - {"may"}) | _AUXILIARIES
 def tense_words(words: Sequence[str]) -> frozenset[str]:
     """What sets a question (its words in order) in time: the auxiliaries that set it in only
     the past ("did", "was") or only the future ("will"); else, when the first auxiliary it
-    asks with, near its start, is a modal of DUTY_MODALS ("who can approve"), that modal;
-    else none (where it says both past and future, or neither)."""
+    asks with, near its start, is a modal of DUTY_MODALS ("who can approve"), that modal
+    ("should" with what follows it where it asks how to act, "should we": ADVICE_MODAL); else
+    none (where it says both past and future, or neither)."""
     seen = frozenset(words)
     past, future = seen & PAST_AUXILIARIES, seen & FUTURE_AUXILIARIES
     if past and future:

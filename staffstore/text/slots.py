@@ -206,16 +206,28 @@ def _kind_index(table: list[str]) -> dict[str, frozenset[int]]:
     return {word: frozenset(kinds) for word, kinds in index.items()}
 
 
+# What a measure is measured in: a span of time is not an amount of data ("What's the retention
+# period of the clickstream topic?" / "What's its size-based retention limit?").
+_MEASURES = [
+    "period duration ttl interval timeout lifetime",
+    "size bytes capacity gb gib mb mib tb tib kb",
+]
 _STAGE_OF = _kind_index(_STAGES)
 _VALUE_OF = _kind_index(_VALUE_KINDS)
 _ACCESS_OF = _kind_index(_ACCESS_LEVELS)
+_MEASURE_OF = _kind_index(_MEASURES)
 
 
 #: The slots read from a closed table of kinds: a word one question says and the other does
 #: not, of a kind none of the other's such words shares ("cancelled" / "scheduled"). A word
 #: said on both sides, or said on one side against nothing of the kind on the other, tells
 #: nothing apart ("pull request" names a stage too, so "PR" for it is no other stage).
-_KIND_SLOTS = (("stage", _STAGE_OF), ("value", _VALUE_OF), ("access", _ACCESS_OF))
+_KIND_SLOTS = (
+    ("stage", _STAGE_OF),
+    ("value", _VALUE_OF),
+    ("access", _ACCESS_OF),
+    ("measure", _MEASURE_OF),
+)
 
 
 @lru_cache(maxsize=QUESTIONS_CACHED)
@@ -605,7 +617,7 @@ class Slots:
 SLOTS = frozenset({
     "focus", "negation", "polarity", "environment", "quantifier", "aggregate", "time",
     "frequency", "number_or_date", "degree", "name", "identifier", "role", "stage", "value",
-    "access",
+    "access", "measure",
 })  # fmt: skip
 
 
