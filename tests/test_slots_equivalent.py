@@ -549,6 +549,9 @@ SAID_TWO_WAYS = [
     ("Who fixed the bug in checkout?", "Who resolved the bug in checkout?", "stage"),
     ("When did the change land in prod?", "When was the change deployed to prod?", "stage"),
     ("Which PRs were merged last week?", "Which pull requests were merged last week?", "stage"),
+    # Two words for a span of time.
+    ("What is the retention period for the orders topic?",
+     "What is the retention duration for the orders topic?", "measure"),
     # A revert said by both, as a verb or a noun, in any of its words.
     ("Why did the June 3 cutover roll back?", "Why was the June 3 cutover rolled back?", "stage"),
     ("Who rolled it back after the cutover?", "Who did the rollback after the cutover?", "stage"),

@@ -195,6 +195,12 @@ _ACCESS_LEVELS = [
     "write edit editor",
     "admin administrator superuser",
 ]
+# What a measure is measured in: a span of time is not an amount of data ("What's the retention
+# period of the clickstream topic?" / "What's its size-based retention limit?").
+_MEASURES = [
+    "period duration ttl interval timeout lifetime",
+    "size bytes capacity gb gib mb mib tb tib kb",
+]
 
 
 def _kind_index(table: list[str]) -> dict[str, frozenset[int]]:
@@ -206,12 +212,6 @@ def _kind_index(table: list[str]) -> dict[str, frozenset[int]]:
     return {word: frozenset(kinds) for word, kinds in index.items()}
 
 
-# What a measure is measured in: a span of time is not an amount of data ("What's the retention
-# period of the clickstream topic?" / "What's its size-based retention limit?").
-_MEASURES = [
-    "period duration ttl interval timeout lifetime",
-    "size bytes capacity gb gib mb mib tb tib kb",
-]
 _STAGE_OF = _kind_index(_STAGES)
 _VALUE_OF = _kind_index(_VALUE_KINDS)
 _ACCESS_OF = _kind_index(_ACCESS_LEVELS)
