@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Literal
 
 from .interning import QUESTIONS_CACHED
-from .lexicon import NUMBER_WORDS, canonical
+from .lexicon import DETERMINERS, NUMBER_WORDS, canonical
 from .rewrites import mark_script_digits
 
 WordKind = Literal["word", "id", "func"]
@@ -147,6 +147,9 @@ def _english_parts(raw: str, separator: str) -> list[str] | None:
     return None
 
 
+#: A determiner before "only one" leaves it a pronoun: "the only one", "our only one" (the
+#: lexicon's DETERMINERS and "our", which matching does not read as one).
+_BEFORE_ONLY_ONE = DETERMINERS | {"our"}
 #: Words after "one" that leave it a pronoun: "the latest stable one right now", "that one too".
 _AFTER_A_PRONOUN = frozenset("right now rn currently today yet too again instead anymore".split())
 
@@ -157,7 +160,7 @@ def _one_is_a_number(raws: list[str], index: int) -> bool:
     previous = raws[index - 1].lower() if index else ""
     following = raws[index + 1] if index + 1 < len(raws) else ""
     if previous == "only":
-        if index > 1 and raws[index - 2].lower() in {"the", "my", "our", "your", "their", "its"}:
+        if index > 1 and raws[index - 2].lower() in _BEFORE_ONLY_ONE:
             return False
     elif previous in {"quick", "the", "this", "that", "which", "any", "each", "every", "no",
                       "another", "other", "last", "first", "same", "a"}:  # fmt: skip
