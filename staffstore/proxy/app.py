@@ -91,7 +91,13 @@ from ..working_set.warmup import warm_up_session
 from .access_log import OWNER_SCOPE_KEY, AccessLog, AccessLogWriter
 from .bodies import PromoteBody
 from .config import ServeConfig, WorkingSetMode, hash_key
-from .heap import freeze_startup_heap, thaw_startup_heap
+from .heap import (
+    IDLE_BEFORE_WALK,
+    freeze_startup_heap,
+    heap_walk_due,
+    thaw_startup_heap,
+    walk_frozen_heap,
+)
 from .jobs import JobEndpoints
 from .memory_routes import MemoryRoutes
 from .metrics import CONTENT_TYPE, Metrics, RequestTiming
@@ -303,9 +309,13 @@ class Proxy:
             checkpointer.start()
         freeze_startup_heap()
         self.metrics.collection_pauses.start()
+        walker = asyncio.create_task(self._walk_heap_when_idle(), name="staffstore-heap-walk")
         try:
             yield
         finally:
+            walker.cancel()
+            with suppress(asyncio.CancelledError):
+                await walker
             self.metrics.collection_pauses.stop()
             thaw_startup_heap()
             await self._writer.close()
@@ -315,6 +325,15 @@ class Proxy:
                 await asyncio.to_thread(checkpointer.stop)
             await self._store.close()
             self._store = self._upstream = self._writer = self._gate = None
+
+    async def _walk_heap_when_idle(self) -> None:
+        """Walk the frozen heap when it is due and no request has been in flight for
+        IDLE_BEFORE_WALK (proxy/heap.py): a walk over full caches takes hundreds of
+        milliseconds, and on this event loop no request is taken in meanwhile."""
+        while True:
+            await asyncio.sleep(IDLE_BEFORE_WALK / 4)
+            if heap_walk_due() and self.metrics.idle_seconds() >= IDLE_BEFORE_WALK:
+                walk_frozen_heap()
 
     async def _apply_kept_retention(self, days: float) -> None:
         """Delete the kept answers past the retention (and expired ones), as the server starts."""

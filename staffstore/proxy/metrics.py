@@ -31,7 +31,7 @@ from prometheus_client.registry import Collector
 
 from ..gate.pair_model import loaded_pair_model
 from ..models import Receipt
-from .heap import CollectionPauses
+from .heap import CollectionPauses, heap_walks
 
 if TYPE_CHECKING:
     from .writer import BacklogCounts
@@ -84,8 +84,8 @@ _COUNTERS: tuple[tuple[str, str], ...] = (
 
 class _ReadWhenScraped(Collector):
     """What other parts count for themselves, read at each scrape: the writer's backlog and
-    the access log's dropped lines, each absent while its part is not running; and how many
-    objects the garbage collector was told to leave alone."""
+    the access log's dropped lines, each absent while its part is not running; how many
+    objects the garbage collector was told to leave alone, and its walks of them."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
@@ -95,6 +95,22 @@ class _ReadWhenScraped(Collector):
             "staffstore_gc_frozen_objects",
             "Objects loaded at startup that the garbage collector no longer walks (gc.freeze).",
             value=gc.get_freeze_count(),
+        )
+        walks, freed = heap_walks()
+        by_trigger = CounterMetricFamily(
+            "staffstore_gc_heap_walks",
+            "Full collections that walked the frozen heap, in this process, by what made them: "
+            "'idle' while no request was in flight, 'growth' on the request path once the "
+            "process had grown by the forced margin without a quiet second (proxy/heap.py).",
+            labels=["trigger"],
+        )
+        for trigger, count in sorted(walks.items()):
+            by_trigger.add_metric([trigger], count)
+        yield by_trigger
+        yield CounterMetricFamily(
+            "staffstore_gc_heap_walk_freed_objects",
+            "Unreachable objects those walks found: cycles that frozen objects had left.",
+            value=freed,
         )
         # The model is the process's, shared by every proxy in it; zero until it is loaded.
         model = loaded_pair_model()
@@ -215,6 +231,8 @@ class Metrics:
             lambda generation, seconds: self._gc_pause.labels(str(generation)).observe(seconds)
         )
         self._owners: set[str] = set()
+        self._in_flight = 0
+        self._quiet_since = time.monotonic()
         #: The writer's backlog of turns waiting for the store's lock, when a writer runs.
         self.backlog: Callable[[], BacklogCounts] | None = None
         #: How many access-log lines were dropped, when the access log is on.
@@ -261,6 +279,18 @@ class Metrics:
                 self._cost.inc(cost)
                 self._owner_cost.labels(owner).inc(cost)
 
+    def request_began(self) -> None:
+        """One more HTTP request in flight (from the event loop, as request_ended)."""
+        self._in_flight += 1
+
+    def request_ended(self) -> None:
+        self._in_flight -= 1
+        self._quiet_since = time.monotonic()
+
+    def idle_seconds(self) -> float:
+        """How long no HTTP request has been in flight: 0 while one is."""
+        return 0.0 if self._in_flight else time.monotonic() - self._quiet_since
+
     def count_request(self, route: str, status: int) -> None:
         """Count one finished HTTP request, by route and status."""
         self._requests.labels(route, str(status)).inc()
@@ -301,6 +331,7 @@ class RequestTiming:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        self.metrics.request_began()
         clock = time.perf_counter()
         status = 500  # what the client gets if the app fails before it answers
         outcome: str | None = None
@@ -317,6 +348,7 @@ class RequestTiming:
         try:
             await self.app(scope, receive, timed_send)
         finally:
+            self.metrics.request_ended()
             path = scope.get("path", "")
             route = path if path in self.routes else "other"
             self.metrics.count_request(route, status)
