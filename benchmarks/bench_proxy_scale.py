@@ -365,6 +365,27 @@ def _pause_histogram(text: str) -> dict[str, dict[float, float]]:
     return found
 
 
+def _heap_walk_counts(text: str) -> dict[str, float]:
+    """staffstore_gc_heap_walks by trigger, and the objects the walks freed (as `freed`)."""
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "staffstore_gc_heap_walks_total":
+                found[sample.labels["trigger"]] = sample.value
+            elif sample.name == "staffstore_gc_heap_walk_freed_objects_total":
+                found["freed"] = sample.value
+    return found
+
+
+def heap_walks_between(before: str, after: str) -> dict[str, int]:
+    """The walks of the proxy's frozen heap between two scrapes (proxy/heap.py): made while
+    idle, made on the request path past the forced margin, and the objects they freed."""
+    first, last = _heap_walk_counts(before), _heap_walk_counts(after)
+    return {
+        key: int(last.get(key, 0.0) - first.get(key, 0.0)) for key in ("idle", "growth", "freed")
+    }
+
+
 def pauses_between(before: str, after: str) -> dict[str, dict[str, Any]]:
     """The collections between two scrapes, by generation and all together: how many, how many
     over 5 ms, and the histogram's bucket the longest fell in (`over` < longest <= `at_most`
@@ -538,7 +559,9 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
             },
         }
         memory_after = resident_mib(proxy.pid)
-        pauses = pauses_between(scraped_before, scrape(proxy_port))
+        scraped_after = scrape(proxy_port)
+        pauses = pauses_between(scraped_before, scraped_after)
+        walks = heap_walks_between(scraped_before, scraped_after)
     finally:
         for process in (fake, proxy, bare):
             process.terminate()
@@ -578,6 +601,9 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
         "open_loop": open_figures,
         "open_loop_mixed": mixed,
         "gc_pauses": pauses,
+        # Full collections that walked the frozen heap: a walk on the request path ("growth")
+        # is one of the pauses above; an idle one waits for a quiet second (proxy/heap.py).
+        "heap_walks": walks,
         # Every figure is compared with its target here, from what was measured just above;
         # a reading that could not be taken (no /proc) fails its target rather than passing.
         "meets_targets": {
@@ -655,6 +681,8 @@ def _print(result: dict[str, Any]) -> None:
     print(
         f"  collections {every['count']}, over 5 ms {every['over_5_ms']},"
         f" longest {longest_pause(every['longest_ms'])};"
+        f" frozen heap walked {result['heap_walks']['idle']} times idle,"
+        f" {result['heap_walks']['growth']} on the request path;"
         f" series {result['series_seconds']:.0f} s, with the import {result['seconds']:.0f} s"
     )
     for name, met in result["meets_targets"].items():

@@ -30,7 +30,12 @@ from typing import Any
 from staffstore.gate import query_first, warm_up
 from staffstore.gate.pair_model import default_pair_model
 from staffstore.models import Turn
-from staffstore.proxy.heap import CollectionPauses, freeze_startup_heap, thaw_startup_heap
+from staffstore.proxy.heap import (
+    CollectionPauses,
+    freeze_startup_heap,
+    heap_walks,
+    thaw_startup_heap,
+)
 from staffstore.store import StaffStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -335,6 +340,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
     async with StaffStore.open(db) as store:
         for text in queries[:200]:  # warm the page cache and the normaliser
             await query_first(store, Turn(owner="bench", text=text))
+        walks_before = heap_walks()
         pauses.start()
         for text, question in asked:
             scored = pair.calls
@@ -351,6 +357,7 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
                 strict_ms.append(elapsed)
             (paired_ms if pair.calls > scored else unpaired_ms).append(elapsed)
         pauses.stop()
+        walks_after = heap_walks()
     # What a full collection would walk now (tracked objects in the collector's generations),
     # and what is left out of them (frozen): the gate's caches, mostly.
     heap_objects = {"tracked": len(gc.get_objects()), "frozen": gc.get_freeze_count()}
@@ -406,6 +413,13 @@ async def bench_size(count: int, scratch: Path, seed: int, samples: int) -> dict
         # Every collection during the timed lookups (all generations, and the full ones).
         "gc_pauses": lookup_pauses,
         "heap_objects": heap_objects,
+        # Walks of the frozen heap during the timed lookups, each one of the full collections
+        # above: with no proxy to wait for a quiet second, only growth past the forced margin
+        # makes one here (proxy/heap.py).
+        "heap_walks": {
+            "growth": walks_after[0]["growth"] - walks_before[0]["growth"],
+            "freed": walks_after[1] - walks_before[1],
+        },
         "batch_jsonl": {
             "queries": batch_queries,
             "answered": answered,

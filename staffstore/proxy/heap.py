@@ -98,7 +98,8 @@ class SurvivorFreezer:
         self.forced_margin = max(margin, forced_margin)
         #: How many times the frozen heap was walked, by what made the walk.
         self.walks: dict[WalkTrigger, int] = {"idle": 0, "growth": 0}
-        #: How many unreachable objects those walks found: the cycles frozen objects had left.
+        #: How many unreachable objects those walks found: the cycles frozen objects had left,
+        #: and any garbage younger collections had not reached yet.
         self.freed = 0
         self._resident = resident
         self._walked_at = 0

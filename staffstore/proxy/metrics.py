@@ -109,7 +109,8 @@ class _ReadWhenScraped(Collector):
         yield by_trigger
         yield CounterMetricFamily(
             "staffstore_gc_heap_walk_freed_objects",
-            "Unreachable objects those walks found: cycles that frozen objects had left.",
+            "Unreachable objects those walks found: cycles that frozen objects had left, and "
+            "any garbage younger collections had not reached yet.",
             value=freed,
         )
         # The model is the process's, shared by every proxy in it; zero until it is loaded.
