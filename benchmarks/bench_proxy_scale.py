@@ -49,7 +49,8 @@ from typing import Any, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from staffstore.replays.scale_report import longest_pause
+from staffstore.replays.quantiles import percentile_interval
+from staffstore.replays.scale_report import interval_text, longest_pause, shown_by_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_proxy import (
@@ -284,11 +285,23 @@ def _round_slice(bodies: Sequence[bytes], round_number: int) -> Sequence[bytes]:
     return bodies[round_number * size // ROUNDS : (round_number + 1) * size // ROUNDS]
 
 
-def _summary(times: list[float]) -> dict[str, float]:
-    """bench_proxy's summary, with the p99.9 and the worst beside it."""
+#: The confidence of the interval each p99.9 is given (staffstore/replays/quantiles.py).
+INTERVAL_CONFIDENCE = 0.95
+
+
+def _summary(times: list[float]) -> dict[str, Any]:
+    """bench_proxy's summary, with the p99.9, the interval the sample bounds it by (None on a
+    side it cannot bound: over 3,200 requests the p99.9 has no upper bound short of the
+    population's), and the worst beside it."""
+    low, high = percentile_interval(times, 0.999, INTERVAL_CONFIDENCE)
     return {
         **proxy_summary(times),
         "p999_ms": round(_percentile(times, 0.999), 3),
+        "p999_interval_ms": {
+            "confidence": INTERVAL_CONFIDENCE,
+            "low": None if low is None else round(low, 3),
+            "high": None if high is None else round(high, 3),
+        },
         "max_ms": round(max(times), 3),
     }
 
@@ -623,6 +636,18 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
             <= TARGETS["hit_p50_ratio_over_bare"],
             "no collection pause over 5 ms": pauses["all"]["over_5_ms"] == 0,
         },
+        # The p99.9 targets again, judged by the interval the sample bounds each p99.9 by
+        # rather than by the p99.9 alone: the two runs of one commit can fall either side.
+        "p999_targets_by_interval": {
+            f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
+            f" {args.hit_rate:g}/s": shown_by_interval(
+                open_figures["claim_hit"]["p999_interval_ms"], TARGETS["hit_p999_ms_50_clients"]
+            ),
+            f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
+            f" {mixed_rates[0]:g}/s with {mixed_rates[1]:g} misses/s at once": shown_by_interval(
+                mixed["claim_hit"]["p999_interval_ms"], TARGETS["hit_p999_ms_50_clients"]
+            ),
+        },
         "series_seconds": round(series_seconds, 1),
         "seconds": round(time.perf_counter() - began, 1),
     }
@@ -673,7 +698,8 @@ def _print(result: dict[str, Any]) -> None:
             f"  {figures['clients']:>2} open at {f['offered_per_second']:g}/s, {when:7}"
             f" {labels[key]}"
             f"  p50 {f['p50_ms']:7.2f}  p99 {f['p99_ms']:7.2f}"
-            f"  p99.9 {f['p999_ms']:7.2f}  max {f['max_ms']:7.2f} ms"
+            f"  p99.9 {f['p999_ms']:7.2f} ({interval_text(f['p999_interval_ms'])})"
+            f"  max {f['max_ms']:7.2f} ms"
             f"  (service p99.9 {f['service']['p999_ms']:.2f} ms,"
             f" send lag p99 {f['send_lag_ms']['p99']:.2f} ms, {f['per_second']:,.0f}/s)"
         )
@@ -687,6 +713,8 @@ def _print(result: dict[str, Any]) -> None:
     )
     for name, met in result["meets_targets"].items():
         print(f"  target {name}: {'met' if met else 'NOT met'}")
+    for name, shown in result["p999_targets_by_interval"].items():
+        print(f"  target {name}, by the p99.9's {INTERVAL_CONFIDENCE:.0%} interval: {shown}")
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -9,13 +9,13 @@ longer give for its budget is marked stale, so an old Quora ledger (its data is 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..gate.scoring import GateModel
 from .paraphrase_report import paraphrase_budget_table
+from .quantiles import binomial_cdf
 from .report import (
     DevBudget,
     DevLedger,
@@ -353,23 +353,6 @@ def _dev_rows(dev: DevLedger, current: Thresholds) -> list[Row]:
 AUDIT_CONFIDENCE = 0.95
 
 
-def _binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), summed in log space (n runs to tens of thousands)."""
-    if p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 1.0 if k >= n else 0.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    total = 0.0
-    for i in range(k + 1):
-        log_term = (
-            math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-            + i * log_p + (n - i) * log_q
-        )  # fmt: skip
-        total += math.exp(log_term)
-    return min(total, 1.0)
-
-
 def upper_bound(false_hits: int, queries: int, confidence: float = AUDIT_CONFIDENCE) -> float:
     """The one-sided Clopper-Pearson upper bound on a false-hit rate: the largest rate under
     which seeing at most `false_hits` of `queries` still has probability 1 - confidence."""
@@ -380,7 +363,7 @@ def upper_bound(false_hits: int, queries: int, confidence: float = AUDIT_CONFIDE
     low, high = false_hits / queries, 1.0
     for _ in range(60):  # bisection to well below the 0.01% the card prints
         mid = (low + high) / 2
-        if _binomial_cdf(false_hits, queries, mid) > 1.0 - confidence:
+        if binomial_cdf(false_hits, queries, mid) > 1.0 - confidence:
             low = mid
         else:
             high = mid
