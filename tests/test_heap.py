@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_proxy_support import METRICS_KEY, running_proxy
+from test_proxy_support import METRICS_KEY, Server, running_proxy
 
 from staffstore.proxy.heap import (
     IDLE_BEFORE_WALK,
@@ -157,15 +158,35 @@ def test_a_stopped_freezer_walks_nothing() -> None:
 # -- the proxy walks its frozen heap while no request is in flight ---------------------------
 
 
-def _grow_past_the_walk_margin() -> bytes:
+def _grow_past_the_walk_margin() -> list[bytes]:
     """Raise the process's peak resident size by more than WALK_MARGIN above its peak so far
-    (and so above the peak when the frozen heap was last walked); what was allocated."""
+    (and so above the peak when the frozen heap was last walked); what was allocated. In 16 MiB
+    pieces, each written (so resident), so that other threads run in between."""
     peak = peak_resident_bytes()
     if peak is None:
         pytest.skip("no resident size to read here")
     resident = os.sysconf("SC_PAGE_SIZE") * int(Path("/proc/self/statm").read_text().split()[1])
-    # Every page written, so every page resident.
-    return b"\x01" * (peak - resident + WALK_MARGIN + (32 << 20))
+    piece = 16 << 20
+    return [b"\x01" * piece for _ in range((peak - resident + WALK_MARGIN) // piece + 3)]
+
+
+class _Pinger(threading.Thread):
+    """Keeps a proxy busy: a request every quarter of IDLE_BEFORE_WALK until stopped."""
+
+    def __init__(self, server: Server) -> None:
+        super().__init__(daemon=True)
+        self.server = server
+        self.stopped = threading.Event()
+        self.failures = 0
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.failures += self.server.get("/healthz", key=None).status_code != 200
+            self.stopped.wait(IDLE_BEFORE_WALK / 4)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
 
 
 def _idle_walks() -> int:
@@ -187,14 +208,17 @@ def test_a_proxy_walks_a_due_heap_only_once_no_request_has_been_in_flight_for_a_
 ) -> None:
     with running_proxy(tmp_path / "walk.db") as running:
         before = _idle_walks()
-        grown = _grow_past_the_walk_margin()
-        del grown
-        # Busy: a request at least every half of IDLE_BEFORE_WALK, for four times as long.
-        busy_until = time.monotonic() + 4 * IDLE_BEFORE_WALK
-        while time.monotonic() < busy_until:
-            assert running.get("/healthz", key=None).status_code == 200
-            time.sleep(IDLE_BEFORE_WALK / 4)
-        assert _idle_walks() == before
+        # Busy from before the walk is due until four times IDLE_BEFORE_WALK after.
+        pinger = _Pinger(running)
+        pinger.start()
+        try:
+            grown = _grow_past_the_walk_margin()
+            del grown
+            time.sleep(4 * IDLE_BEFORE_WALK)
+            assert _idle_walks() == before
+        finally:
+            pinger.stop()
+        assert pinger.failures == 0
         # Quiet: the walk comes.
         assert _wait_for_idle_walk(before, 10 * IDLE_BEFORE_WALK)
         text = running.get("/metrics", key=METRICS_KEY).text
