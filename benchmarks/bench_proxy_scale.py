@@ -483,7 +483,8 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
     share = {name: round(args.requests * fraction) for name, fraction in SHARES.items()}
     mixed_rates = (args.hit_rate * args.mixed_share, args.miss_rate * args.mixed_share)
     warm_hits, warm_misses = share["warm"] // 2, share["warm"] - share["warm"] // 2
-    hits_wanted = warm_hits + sum(v for k, v in share.items() if k.startswith("hits_"))
+    tail_hits = args.requests if args.tail_hits is None else args.tail_hits
+    hits_wanted = warm_hits + sum(v for k, v in share.items() if k.startswith("hits_")) + tail_hits
     misses_wanted = warm_misses + sum(v for k, v in share.items() if k.startswith("misses_"))
     if hits_wanted + misses_wanted > count:
         raise SystemExit(f"{count:,} claims are too few for {args.requests:,} requests")
@@ -572,6 +573,16 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
             },
         }
         memory_after = resident_mib(proxy.pid)
+        # The hits' p99.9 once more, over enough hits for its interval to have an upper bound
+        # (3,688 at 95%): the series above share out --requests, and the resident memory is
+        # read after them, where the issue reads it.
+        tail_left = hits_left[share["hits_mixed"] :][:tail_hits]
+        tail = None
+        if tail_left:
+            (tail_hit,) = await open_loop(
+                [(ours_hit, tail_left)], args.clients, args.hit_rate, args.seed + 6
+            )
+            tail = {"clients": args.clients, "claim_hit": tail_hit}
         scraped_after = scrape(proxy_port)
         pauses = pauses_between(scraped_before, scraped_after)
         walks = heap_walks_between(scraped_before, scraped_after)
@@ -589,7 +600,13 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
             for key in ("claim_hit", "miss")
         )
     )
-    hit_p999 = open_figures["claim_hit"]["p999_ms"]
+    # The hits-alone target is judged on the longest series of hits alone.
+    judged = tail["claim_hit"] if tail is not None else open_figures["claim_hit"]
+    hit_p999 = judged["p999_ms"]
+    alone = (
+        f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at {args.hit_rate:g}/s,"
+        f" {judged['count']:,} hits"
+    )
     resident_after = memory_after["now"]
     result = {
         "claims": count,
@@ -613,6 +630,9 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
         # on the hits alone and on the hits sent while misses are (`open_loop_mixed`).
         "open_loop": open_figures,
         "open_loop_mixed": mixed,
+        # After the memory reading, hits alone again, enough of them for the p99.9's interval
+        # to have an upper bound: the hits-alone target is judged on these.
+        "open_loop_tail": tail,
         "gc_pauses": pauses,
         # Full collections that walked the frozen heap: a walk on the request path ("growth")
         # is one of the pauses above; an idle one waits for a quiet second (proxy/heap.py).
@@ -620,8 +640,7 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
         # Every figure is compared with its target here, from what was measured just above;
         # a reading that could not be taken (no /proc) fails its target rather than passing.
         "meets_targets": {
-            f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
-            f" {args.hit_rate:g}/s": hit_p999 <= TARGETS["hit_p999_ms_50_clients"],
+            alone: hit_p999 <= TARGETS["hit_p999_ms_50_clients"],
             f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
             f" {mixed_rates[0]:g}/s with {mixed_rates[1]:g} misses/s at once": mixed["claim_hit"][
                 "p999_ms"
@@ -639,10 +658,7 @@ async def bench_size(count: int, args: argparse.Namespace, scratch: Path) -> dic
         # The p99.9 targets again, judged by the interval the sample bounds each p99.9 by
         # rather than by the p99.9 alone: the two runs of one commit can fall either side.
         "p999_targets_by_interval": {
-            f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
-            f" {args.hit_rate:g}/s": shown_by_interval(
-                open_figures["claim_hit"]["p999_interval_ms"], TARGETS["hit_p999_ms_50_clients"]
-            ),
+            alone: shown_by_interval(judged["p999_interval_ms"], TARGETS["hit_p999_ms_50_clients"]),
             f"claim-hit p99.9 <= 10 ms, {args.clients} clients, open loop at"
             f" {mixed_rates[0]:g}/s with {mixed_rates[1]:g} misses/s at once": shown_by_interval(
                 mixed["claim_hit"]["p999_interval_ms"], TARGETS["hit_p999_ms_50_clients"]
@@ -691,6 +707,8 @@ def _print(result: dict[str, Any]) -> None:
             )
     rows = [("alone", result["open_loop"], key) for key in ("claim_hit", "bare_starlette", "miss")]
     rows += [("at once", result["open_loop_mixed"], key) for key in ("claim_hit", "miss")]
+    if result["open_loop_tail"] is not None:
+        rows += [("tail", result["open_loop_tail"], "claim_hit")]
     labels = {"claim_hit": "claim hit", "bare_starlette": "bare app ", "miss": "miss     "}
     for when, figures, key in rows:
         f = figures[key]
@@ -789,6 +807,13 @@ def main() -> int:
         help="open loop with hits and misses at once: each at this share of its rate alone (at"
         " the full rates of both, 200 and 25 a second, one proxy process on 2 cores is"
         " overloaded: its queue grows for as long as the series runs)",
+    )
+    parser.add_argument(
+        "--tail-hits",
+        type=int,
+        default=None,
+        help="open loop: hits alone after the memory reading, on which the hits' p99.9 target"
+        " is judged (default: --requests; 0 judges it on the first open-loop hits)",
     )
     parser.add_argument("--seed", type=int, default=11, help="bench_store.py's claims' seed")
     parser.add_argument("--out", type=Path, default=ROOT / "ledgers" / "bench-proxy-scale.json")

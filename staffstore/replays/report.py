@@ -746,10 +746,12 @@ def _scale_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
             "under the closed loop's throughput above), each timed from when it was due, so a "
             "stall counts against every request due during it. Hits and misses are sent each "
             "alone, then both at once (hits + misses on connections of their own), as a server "
-            "meets them: a hit may then arrive while misses are being scored. The hits' p99.9 "
-            "target is judged on both, by the p99.9 and by its 95% interval (order statistics, "
-            "whatever the distribution: replays/quantiles.py). A p99.9 over n requests is about "
-            "the n/1,000-th slowest of them, and has no upper bound until n reaches 3,688: with "
+            "meets them: a hit may then arrive while misses are being scored. Last, after the "
+            "memory reading below, hits alone once more, as many as the series before share "
+            "between them. The hits' p99.9 target is judged on those and on the hits sent at "
+            "once with misses, by the p99.9 and by its 95% interval (order statistics, whatever "
+            "the distribution: replays/quantiles.py). A p99.9 over n requests is about the "
+            "n/1,000-th slowest of them, and has no upper bound until n reaches 3,688: with "
             "fewer, the interval can show the target missed, but not met:",
             "",
             *_table(OPEN_HEADINGS, OPEN_ALIGN, opened),

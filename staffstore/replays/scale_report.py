@@ -91,21 +91,23 @@ def open_rows(ledger: dict[str, Any]) -> list[list[str]]:
     rows = []
     for result in ledger["results"]:
         alone, mixed = result.get("open_loop"), result.get("open_loop_mixed")
-        for when, f in (("each alone", alone), ("at once", mixed)):
+        tail = result.get("open_loop_tail")
+        for when, f in (("each alone", alone), ("at once", mixed), ("hits alone", tail)):
             if f is None:
                 continue
-            hit, miss = f["claim_hit"], f["miss"]
+            hit, miss = f["claim_hit"], f.get("miss")
             bare = f.get("bare_starlette")
             # At once, the misses have connections of their own beside the hits'.
             apart = f" + {f['miss_connections']}" if "miss_connections" in f else ""
+            offered = "-" if miss is None else f"{miss['offered_per_second']:g}"
             rows.append(
                 [
                     f"{result['claims']:,}",
-                    f"{f['clients']}{apart}, {hit['offered_per_second']:g} / "
-                    f"{miss['offered_per_second']:g}, {when}",
+                    f"{f['clients']}{apart}, {hit['offered_per_second']:g} / {offered}, {when}"
+                    + ("" if miss is not None else f" ({hit['count']:,} hits)"),
                     _ms(hit, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
                     "-" if bare is None else _ms(bare, "p50_ms", "p999_ms"),
-                    _ms(miss, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
+                    "-" if miss is None else _ms(miss, "p50_ms", "p99_ms", "p999_ms", "max_ms"),
                     f"{hit['service']['p999_ms']:.2f} ms, {hit['send_lag_ms']['p99']:.2f} ms",
                     interval_text(hit.get("p999_interval_ms")),
                 ]
