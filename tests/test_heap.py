@@ -20,8 +20,11 @@ from staffstore.proxy.heap import (
     WALK_MARGIN,
     YOUNG_THRESHOLD,
     SurvivorFreezer,
+    freeze_startup_heap,
     heap_walks,
     peak_resident_bytes,
+    thaw_startup_heap,
+    walk_frozen_heap,
 )
 
 
@@ -153,6 +156,22 @@ def test_a_stopped_freezer_walks_nothing() -> None:
     freezer = SurvivorFreezer(margin=0, resident=lambda: 1 << 40)
     assert not freezer.walk_due
     assert freezer.walk() == 0 and freezer.walks == {"idle": 0, "growth": 0}
+
+
+def test_a_program_without_a_proxy_freezes_and_walks_as_the_proxy_does() -> None:
+    # What the README's "Long-running processes" asks of a program that queries in-process.
+    if not SurvivorFreezer.supported():
+        pytest.skip("no resident size to read here")
+    freeze_startup_heap()
+    try:
+        alive = _frozen_cycle()
+        gc.collect()
+        assert alive() is not None  # frozen: full collections leave it alone
+        walks = heap_walks()[0]["idle"]
+        assert walk_frozen_heap() >= 1
+        assert alive() is None and heap_walks()[0]["idle"] == walks + 1
+    finally:
+        thaw_startup_heap()
 
 
 # -- the proxy walks its frozen heap while no request is in flight ---------------------------
