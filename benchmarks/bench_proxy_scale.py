@@ -380,13 +380,11 @@ def _pause_histogram(text: str) -> dict[str, dict[float, float]]:
 
 def _heap_walk_counts(text: str) -> dict[str, float]:
     """staffstore_gc_heap_walks by trigger, and the objects the walks freed (as `freed`)."""
-    found: dict[str, float] = {}
+    found = {"freed": _counter(text, "staffstore_gc_heap_walk_freed_objects_total")}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "staffstore_gc_heap_walks_total":
                 found[sample.labels["trigger"]] = sample.value
-            elif sample.name == "staffstore_gc_heap_walk_freed_objects_total":
-                found["freed"] = sample.value
     return found
 
 

@@ -255,8 +255,10 @@ _REVERTS = frozenset(
 def _reverts(text: str) -> tuple[str, ...]:
     """The words by which a question says something was undone ("rolled back" as "rollback",
     "reverted")."""
-    said = re.findall(r"[a-z]+", _ROLL_BACK.sub(" rollback ", text.lower()))
-    return tuple(sorted(_REVERTS.intersection(said)))
+    said = _REVERTS & _letter_words(text)
+    if _ROLL_BACK.search(text.lower()):
+        said |= {"rollback"}
+    return tuple(sorted(said))
 
 
 def _kind_differences(only_mine: frozenset[str], only_theirs: frozenset[str]) -> list[Difference]:
