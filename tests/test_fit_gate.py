@@ -52,6 +52,24 @@ def test_the_threshold_is_the_lowest_that_keeps_every_set_within_its_budget() ->
     assert point(table, 0.005)["measured"]["b"]["recall"] == pytest.approx(1.0)
 
 
+def test_each_set_records_the_threshold_it_would_allow_alone() -> None:
+    table = fit_gate.calibrate(
+        {
+            "a": scored_set([0.995, 0.96, 0.96], size=3000),
+            "b": scored_set([0.98, 0.98, 0.98], size=3000),
+            "s": scored_set([0.97], size=3000, form="statement"),
+        }
+    )
+    found = point(table, 0.001)
+    alone = {name: m["threshold_alone"] for name, m in found["measured"].items()}
+    # "a" allows two added false hits and leaves its 0.995 out; "b" must clear its three.
+    assert alone["a"] == {"question": pytest.approx(0.961)}
+    assert alone["b"] == {"question": pytest.approx(0.981)}
+    assert alone["s"] == {"statement": pytest.approx(fit_gate.THRESHOLDS[0])}
+    # The threshold of a form is the highest its sets allow alone: "b" sets it.
+    assert found["threshold"] == max(alone["a"]["question"], alone["b"]["question"])
+
+
 def test_a_set_counts_one_false_hit_more_than_it_measured() -> None:
     # One in 1,000 is 0.1%, but a threshold chosen on these turns runs above their rate on
     # new ones: (1 + 1) / 1001 is over the budget, so the threshold leaves it out.

@@ -203,6 +203,36 @@ def test_report_puts_the_gate_card_from_the_ledgers_before_the_results(
     assert "## Gate card" in text and expected in text
 
 
+def test_the_gate_card_names_the_calibration_sets_that_set_each_threshold(
+    dev_ledger: tuple[Path, dict[str, Any]],
+) -> None:
+    path, _ = dev_ledger
+    params = default_model().params
+    card = gate_card_markdown(read_ledgers(path.parent), params, DEFAULT_BUDGET)
+    assert card is not None
+    lines = card.splitlines()
+    start = lines.index("| budget | threshold: question | set by | each set alone |")
+    rows = [line.strip("| ").split(" | ") for line in lines[start + 2 :] if line.startswith("|")]
+    rows = rows[: len(params["calibration"])]
+    assert len(rows) == len(params["calibration"])
+    for (budget, threshold, set_by, alone), point in zip(rows, params["calibration"], strict=True):
+        assert budget.startswith(f"{point['budget']:.1%}")
+        assert float(threshold) == pytest.approx(point["threshold"])
+        each = dict(item.rsplit(" ", 1) for item in alone.split("; "))
+        # The sets named are those whose own threshold is the highest, and that is the
+        # threshold shipped: no set could keep its false hits within the budget below it.
+        highest = max(float(t) for t in each.values())
+        assert highest == pytest.approx(point["threshold"])
+        assert set_by.split(", ") == sorted(n for n, t in each.items() if float(t) == highest)
+    # A file calibrated before the sets' own thresholds were recorded shows no such table.
+    older = json.loads(json.dumps(params))
+    for point in older["calibration"]:
+        for measured in point["measured"].values():
+            measured.pop("threshold_alone")
+    old_card = gate_card_markdown(read_ledgers(path.parent), older, DEFAULT_BUDGET)
+    assert old_card is not None and "set by" not in old_card
+
+
 def test_the_gate_card_marks_a_ledger_measured_at_other_thresholds_stale(
     dev_ledger: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:

@@ -415,6 +415,13 @@ def calibrate(scored: dict[str, list[Scored]]) -> list[dict[str, Any]]:
                 "pairs": len(pairs),
                 "turns": turn_count(pairs),
                 "questions": sum(1 for row in pairs if row[3] == "question"),
+                # What this set alone would allow, for each form it holds: the form's
+                # threshold is the highest of these, so the card can say which set sets it.
+                "threshold_alone": {
+                    form: lowest_threshold([rows], budget)
+                    for form in FORMS
+                    if (rows := [r for r in pairs if r[3] == form])
+                },
             }
         calibration.append(
             {

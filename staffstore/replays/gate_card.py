@@ -608,6 +608,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         ],
         "lrr" + "r" * len(cal_sets),
     )
+    lines += _threshold_setters(calibration, default)
     lines += _audit(ledgers, budgets, default)
     rows: list[Row] = []
     if ledgers.dev is not None:
@@ -673,6 +674,42 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     if ledgers.dev is not None:
         lines += _observed(ledgers.dev)
     return "\n".join(lines) + "\n"
+
+
+def _threshold_setters(calibration: Sequence[dict[str, Any]], default: float) -> list[str]:
+    """Which calibration sets set each budget's threshold for stored questions: every set must
+    stay within the budget, so the threshold is the highest of those the sets would each allow
+    alone, and recall at a budget moves only if the sets at that highest move. Empty for a
+    file calibrated before fit_gate recorded each set's own threshold."""
+    rows = []
+    for point in calibration:
+        alone = {
+            name: found["question"]
+            for name, measured in point.get("measured", {}).items()
+            if (found := measured.get("threshold_alone", {})).get("question") is not None
+        }
+        if not alone:
+            continue
+        highest = max(alone.values())
+        rows.append(
+            [
+                percent(point["budget"], 1) + (" (default)" if point["budget"] == default else ""),
+                f"{point['threshold']:g}",
+                ", ".join(name for name, t in sorted(alone.items()) if t == highest),
+                "; ".join(f"{name} {t:g}" for name, t in sorted(alone.items())),
+            ]
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        "**What sets each threshold for stored questions.** Every calibration set must stay "
+        "within the budget, so the threshold is the highest of the thresholds the sets would "
+        "each allow alone (the same rule, on that set's questions only). Recall at a budget "
+        "rises only if every set at that highest allows a lower one.",
+        "",
+        *_table(["budget", "threshold: question", "set by", "each set alone"], rows, "lrll"),
+    ]
 
 
 def _provenance(ledgers: Ledgers) -> list[str]:
