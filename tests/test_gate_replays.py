@@ -211,18 +211,25 @@ def test_the_gate_card_names_the_calibration_sets_that_set_each_threshold(
     card = gate_card_markdown(read_ledgers(path.parent), params, DEFAULT_BUDGET)
     assert card is not None
     lines = card.splitlines()
-    start = lines.index("| budget | threshold: question | set by | each set alone |")
-    rows = [line.strip("| ").split(" | ") for line in lines[start + 2 :] if line.startswith("|")]
-    rows = rows[: len(params["calibration"])]
-    assert len(rows) == len(params["calibration"])
-    for (budget, threshold, set_by, alone), point in zip(rows, params["calibration"], strict=True):
-        assert budget.startswith(f"{point['budget']:.1%}")
-        assert float(threshold) == pytest.approx(point["threshold"])
+    start = lines.index("| budget | stored text | threshold | set by | each set alone |")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line.strip("| ").split(" | "))
+    key = {"question": "threshold", "statement": "statement_threshold"}
+    points = {f"{p['budget']:.1%}": p for p in params["calibration"]}
+    assert {(budget.split()[0], form) for budget, form, *_ in rows} == {
+        (budget, form) for budget in points for form in key
+    }
+    for budget, form, threshold, set_by, alone in rows:
+        point = points[budget.split()[0]]
+        assert float(threshold) == pytest.approx(point[key[form]])
         each = dict(item.rsplit(" ", 1) for item in alone.split("; "))
         # The sets named are those whose own threshold is the highest, and that is the
         # threshold shipped: no set could keep its false hits within the budget below it.
         highest = max(float(t) for t in each.values())
-        assert highest == pytest.approx(point["threshold"])
+        assert highest == pytest.approx(point[key[form]])
         assert set_by.split(", ") == sorted(n for n, t in each.items() if float(t) == highest)
     # A file calibrated before the sets' own thresholds were recorded shows no such table.
     older = json.loads(json.dumps(params))

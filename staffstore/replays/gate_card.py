@@ -676,39 +676,50 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     return "\n".join(lines) + "\n"
 
 
+#: The forms of stored text the calibration tells apart, and the key of each one's threshold.
+_FORM_THRESHOLDS = (("question", "threshold"), ("statement", "statement_threshold"))
+
+
 def _threshold_setters(calibration: Sequence[dict[str, Any]], default: float) -> list[str]:
-    """Which calibration sets set each budget's threshold for stored questions: every set must
-    stay within the budget, so the threshold is the highest of those the sets would each allow
-    alone, and recall at a budget moves only if the sets at that highest move. Empty for a
-    file calibrated before fit_gate recorded each set's own threshold."""
+    """Which calibration sets set each budget's threshold, for each form of stored text: every
+    set must stay within the budget, so a form's threshold is the highest of those the sets
+    holding that form would each allow alone, and recall at a budget moves only if the sets at
+    that highest move. Empty for a file calibrated before fit_gate recorded each set's own
+    thresholds."""
     rows = []
     for point in calibration:
-        alone = {
-            name: found["question"]
-            for name, measured in point.get("measured", {}).items()
-            if (found := measured.get("threshold_alone", {})).get("question") is not None
-        }
-        if not alone:
-            continue
-        highest = max(alone.values())
-        rows.append(
-            [
-                percent(point["budget"], 1) + (" (default)" if point["budget"] == default else ""),
-                f"{point['threshold']:g}",
-                ", ".join(name for name, t in sorted(alone.items()) if t == highest),
-                "; ".join(f"{name} {t:g}" for name, t in sorted(alone.items())),
-            ]
-        )
+        for form, key in _FORM_THRESHOLDS:
+            alone = {
+                name: found[form]
+                for name, measured in point.get("measured", {}).items()
+                if (found := measured.get("threshold_alone", {})).get(form) is not None
+            }
+            if not alone:
+                continue
+            highest = max(alone.values())
+            budget = percent(point["budget"], 1) + (
+                " (default)" if point["budget"] == default else ""
+            )
+            rows.append(
+                [
+                    budget,
+                    form,
+                    f"{point[key]:g}",
+                    ", ".join(name for name, t in sorted(alone.items()) if t == highest),
+                    "; ".join(f"{name} {t:g}" for name, t in sorted(alone.items())),
+                ]
+            )
     if not rows:
         return []
     return [
         "",
-        "**What sets each threshold for stored questions.** Every calibration set must stay "
-        "within the budget, so the threshold is the highest of the thresholds the sets would "
-        "each allow alone (the same rule, on that set's questions only). Recall at a budget "
-        "rises only if every set at that highest allows a lower one.",
+        "**What sets each threshold.** Every calibration set must stay within the budget, so "
+        "the threshold for a form of stored text is the highest of the thresholds the sets "
+        "holding that form would each allow alone (the same rule, on that set's pairs of the "
+        "form only). Recall at a budget rises only if every set at that highest allows a lower "
+        "one.",
         "",
-        *_table(["budget", "threshold: question", "set by", "each set alone"], rows, "lrll"),
+        *_table(["budget", "stored text", "threshold", "set by", "each set alone"], rows, "llrll"),
     ]
 
 
