@@ -608,7 +608,7 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
         ],
         "lrr" + "r" * len(cal_sets),
     )
-    lines += _threshold_setters(calibration, default)
+    lines += _threshold_setters(calibration, current, default)
     lines += _audit(ledgers, budgets, default)
     rows: list[Row] = []
     if ledgers.dev is not None:
@@ -676,11 +676,13 @@ def gate_card_markdown(ledgers: Ledgers, params: dict[str, Any], default: float)
     return "\n".join(lines) + "\n"
 
 
-#: The forms of stored text the calibration tells apart, and the key of each one's threshold.
-_FORM_THRESHOLDS = (("question", "threshold"), ("statement", "statement_threshold"))
+#: The forms of stored text the calibration tells apart, each with its place in Thresholds.
+_FORMS = (("question", 0), ("statement", 1))
 
 
-def _threshold_setters(calibration: Sequence[dict[str, Any]], default: float) -> list[str]:
+def _threshold_setters(
+    calibration: Sequence[dict[str, Any]], current: Thresholds, default: float
+) -> list[str]:
     """Which calibration sets set each budget's threshold, for each form of stored text: every
     set must stay within the budget, so a form's threshold is the highest of those the sets
     holding that form would each allow alone, and recall at a budget moves only if the sets at
@@ -688,7 +690,7 @@ def _threshold_setters(calibration: Sequence[dict[str, Any]], default: float) ->
     thresholds."""
     rows = []
     for point in calibration:
-        for form, key in _FORM_THRESHOLDS:
+        for form, place in _FORMS:
             alone = {
                 name: found[form]
                 for name, measured in point.get("measured", {}).items()
@@ -704,7 +706,7 @@ def _threshold_setters(calibration: Sequence[dict[str, Any]], default: float) ->
                 [
                     budget,
                     form,
-                    f"{point[key]:g}",
+                    f"{current[point['budget']][place]:g}",
                     ", ".join(name for name, t in sorted(alone.items()) if t == highest),
                     "; ".join(f"{name} {t:g}" for name, t in sorted(alone.items())),
                 ]
