@@ -42,7 +42,6 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -55,11 +54,15 @@ from staffstore.replays.scale_report import interval_text, longest_pause, shown_
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_proxy import (
     CLIENT_KEY,
+    METRICS_KEY,
     UPSTREAM_KEY,
     Connection,
     _ask,
+    _counter,
     _percentile,
     _start,
+    pair_model_share,
+    scrape,
     serve_bare,
     serve_fake,
     serve_proxy,
@@ -70,7 +73,6 @@ from bench_proxy import (
 from bench_store import file_mib, measure_import, near_miss_word, write_claims
 
 ROOT = Path(__file__).resolve().parent.parent
-METRICS_KEY = "sk-bench-metrics"
 CHAT = "/v1/chat/completions"
 UPSTREAM_CHAT = "/api/v1/chat/completions"
 #: The issue's targets (issue 41). Its figures are set at 1,000,000 claims and 50 clients (the
@@ -354,16 +356,6 @@ def _split(memory: dict[str, float | None]) -> dict[str, float | None]:
     return {key: memory[key] for key in ("anon", "file", "shmem")}
 
 
-def scrape(port: int) -> str:
-    """The proxy's /metrics, read with the metrics key (between series, so blocking is fine)."""
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {METRICS_KEY}"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        text: str = response.read().decode("utf-8")
-    return text
-
-
 def _pause_histogram(text: str) -> dict[str, dict[float, float]]:
     """staffstore_gc_pause_seconds by generation: cumulative counts by upper bound (seconds),
     with the count of all under the bound infinity."""
@@ -434,36 +426,6 @@ def pauses_between(before: str, after: str) -> dict[str, dict[str, Any]]:
     return {
         **{f"generation_{g}": summary(counts) for g, counts in sorted(differences.items())},
         "all": summary(every),
-    }
-
-
-def _counter(text: str, name: str) -> float:
-    """A counter's value in a /metrics scrape (0 when absent)."""
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name:
-                return float(sample.value)
-    return 0.0
-
-
-def pair_model_share(before: str, after: str, miss: dict[str, Any]) -> dict[str, float]:
-    """What the gate's pair model did for the misses timed between two scrapes (nothing else
-    reached the proxy then): pairs per miss, its milliseconds per miss, and the misses' mean
-    time less those. Under one client the last is the mean a miss would take if the model
-    cost nothing; under many, a miss also waits behind other misses' pairs, so it is not."""
-
-    def grew(name: str) -> float:
-        return _counter(after, f"staffstore_gate_pair_model_{name}_total") - _counter(
-            before, f"staffstore_gate_pair_model_{name}_total"
-        )
-
-    pairs, seconds, count = grew("pairs"), grew("seconds"), miss["count"]
-    model_ms = seconds * 1000 / count
-    return {
-        "pairs_per_miss": round(pairs / count, 2),
-        "model_ms_per_miss": round(model_ms, 3),
-        "miss_mean_ms": miss["mean_ms"],
-        "miss_mean_ms_less_model": round(miss["mean_ms"] - model_ms, 3),
     }
 
 

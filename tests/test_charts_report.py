@@ -461,6 +461,21 @@ def _proxy_ledger(**extra: Any) -> dict[str, Any]:
     }
 
 
+def test_report_says_how_much_of_a_miss_the_pair_model_took(tmp_path: Path) -> None:
+    (tmp_path / "older").mkdir()
+    (tmp_path / "newer").mkdir()
+    ledger = _proxy_ledger()
+    older = _bench_markdown(tmp_path / "older", "proxy", ledger)
+    assert "pair model" not in older
+    model = {"pairs_per_miss": 2.5, "model_ms_per_miss": 3.214}
+    ledger["miss_with_lookup"] = {**ledger["miss_with_lookup"], "pair_model": model}
+    text = _bench_markdown(tmp_path / "newer", "proxy", ledger)
+    lines = text.splitlines()
+    row = "| of which the gate's pair model, mean per miss (2.5 pairs) | 3.21 ms |  |"
+    # Right under the overhead it is part of.
+    assert lines[lines.index(row) - 1] == "| miss overhead (with lookup) | 6.45 ms |  |"
+
+
 def test_report_quotes_the_bare_app_that_commits_a_row_beside_the_proxy(tmp_path: Path) -> None:
     floor = _latency(0.617, 1.482, 2.0, 2.5, 1500.0)
     text = _bench_markdown(tmp_path, "proxy", _proxy_ledger(bare_starlette_committing_a_row=floor))

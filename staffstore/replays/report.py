@@ -700,6 +700,17 @@ def _speed_lines(benchmarks: dict[str, dict[str, Any]]) -> list[str]:
                 "",
             ],
         ]
+        model = proxy["miss_with_lookup"].get("pair_model")
+        if model is not None:  # ledgers before December 7 2026 do not count it
+            rows.insert(
+                -1,
+                [
+                    "of which the gate's pair model, mean per miss "
+                    f"({model['pairs_per_miss']:g} pairs)",
+                    f"{model['model_ms_per_miss']:.2f} ms",
+                    "",
+                ],
+            )
         if lines:
             lines.append("")
         lines += [
