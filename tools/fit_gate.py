@@ -399,12 +399,23 @@ def calibrate(scored: dict[str, list[Scored]]) -> list[dict[str, Any]]:
     high-scoring negatives than the rest (0.987 and 0.991 at 0.1% in the two folds, against
     0.958 and 0.948 for the other questions), and 104 of workday_dev's 150 claims are such."""
     calibration = []
+    of_form = {
+        name: {form: rows for form in FORMS if (rows := [r for r in pairs if r[3] == form])}
+        for name, pairs in scored.items()
+    }
     for budget in BUDGETS:
+        # What each set alone allows, for each form it holds. A set's added false hits only
+        # fall as the threshold rises, so the lowest threshold that keeps every set within the
+        # budget is the highest of these, and the card can say which set sets it.
+        alone = {
+            name: {form: lowest_threshold([rows], budget) for form, rows in forms.items()}
+            for name, forms in of_form.items()
+        }
         thresholds: dict[Form, float] = {}
         for form in FORMS:
-            of_form = [rows for s in scored.values() if (rows := [r for r in s if r[3] == form])]
+            own = [allowed[form] for allowed in alone.values() if form in allowed]
             # No calibration pair of this form: it gets what every pair together allows.
-            thresholds[form] = lowest_threshold(of_form or list(scored.values()), budget)
+            thresholds[form] = max(own) if own else lowest_threshold(list(scored.values()), budget)
         measured = {}
         for name, pairs in scored.items():
             recall, false, added = rates(pairs, thresholds)
@@ -415,13 +426,7 @@ def calibrate(scored: dict[str, list[Scored]]) -> list[dict[str, Any]]:
                 "pairs": len(pairs),
                 "turns": turn_count(pairs),
                 "questions": sum(1 for row in pairs if row[3] == "question"),
-                # What this set alone would allow, for each form it holds: the form's
-                # threshold is the highest of these, so the card can say which set sets it.
-                "threshold_alone": {
-                    form: lowest_threshold([rows], budget)
-                    for form in FORMS
-                    if (rows := [r for r in pairs if r[3] == form])
-                },
+                "threshold_alone": alone[name],
             }
         calibration.append(
             {
