@@ -53,6 +53,7 @@ test: $(BIN)/staffstore
 
 bench: $(BIN)/staffstore
 	$(BIN)/python benchmarks/bench_store.py
+	$(BIN)/python benchmarks/bench_gate_caches.py
 	$(BIN)/python benchmarks/bench_proxy.py
 	# The proxy over 100,000 and 1,000,000 claims: about five minutes, half of it the imports.
 	$(BIN)/python benchmarks/bench_proxy_scale.py

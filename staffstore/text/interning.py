@@ -15,12 +15,15 @@ from functools import cache, lru_cache
 from typing import Any
 
 #: How many questions' analyses each of the gate's caches keeps (normalize, words, slots, ...).
-#: Their hit rates stop rising by 16,384 entries (benchmarks/bench_store.py's lookups, 10,000
-#: turns: normalize 88.6% at 10,000 claims, 68.9% at 100,000; slots 32.8% and 14.2%, the same
-#: as at 65,536), and every entry stays in memory, frozen (proxy/heap.py). At 65,536 each, a
-#: process held 845,000 frozen objects and 683 MiB after 30,000 turns at 100,000 claims, still
-#: growing; at 16,384, 367,000 and 455 MiB, level from 16,000 turns on.
-QUESTIONS_CACHED = 16_384
+#: What they save is mostly within one lookup, which reads a question's analysis from several
+#: places, and for the questions asked again soon; every entry stays in memory.
+#: benchmarks/bench_gate_caches.py (100,000 claims: 10,000 hits each asked once, 5,000 turns
+#: over 500 hot questions, 2,000 misses; ledgers/bench-gate-caches.json): the heap grew by
+#: 77 MiB at 16,384 entries, 30 at 2,048 and 25 at 1,024; hit rates barely moved (normalize
+#: 72.7%, 66.8%, 66.0%; slots 29.5%, 28.6%, 28.0%), and lookups were as fast within the spread
+#: between two rounds of one size (the hits' p50 0.63-0.81 ms at 16,384, 0.71-0.83 at 2,048).
+#: 2,048 keeps room for the turns of a few threads at once and a hot set of a few hundred.
+QUESTIONS_CACHED = 2_048
 
 #: The one empty frozenset the analyses hold (CPython makes a new one for each frozenset()).
 EMPTY: frozenset[Any] = frozenset()
