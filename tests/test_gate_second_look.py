@@ -28,7 +28,7 @@ from staffstore.store import StaffStore
 from staffstore.text.alignment import FEATURES, Substitution, align, features
 from staffstore.text.matching import normalize
 from staffstore.text.rephrasing import possessive_unfoldings
-from staffstore.text.similarity import MAX_PIECES, cosine, pieces
+from staffstore.text.similarity import MAX_PIECES, cosine, pieces, word_vector
 from staffstore.text.slots import (
     differences,
     focus,
@@ -528,6 +528,36 @@ def test_a_noun_beside_a_year_or_an_ordinal_is_not_a_kind_noun() -> None:
     assert narrowed.stored_only == ("biology",)
     assert narrowed.probability is not None and same.probability is not None
     assert narrowed.probability < same.probability
+
+
+def test_word_vectors_are_read_on_several_threads_past_their_cache_size() -> None:
+    # Lookups run on several threads. The word vectors were a dict trimmed by hand once full:
+    # two threads trimming it both dropped its oldest word, and the second raised KeyError.
+    # Three threads, each with more new words than the cache holds, switching often.
+    import threading
+
+    errors: list[BaseException] = []
+
+    def embed(thread: int) -> None:
+        try:
+            for i in range(20_000):
+                word_vector(f"zq{thread}x{i}")
+        except BaseException as error:  # any failure on a thread is the finding
+            errors.append(error)
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=embed, args=(n,)) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switching)
+        word_vector.cache_clear()
+    assert errors == []
+    assert float(np.linalg.norm(word_vector("zq0x1"))) == pytest.approx(1.0, abs=1e-5)
 
 
 def test_a_rare_word_cut_into_many_pieces_has_no_embedding_to_compare() -> None:

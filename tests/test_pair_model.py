@@ -268,3 +268,41 @@ def test_a_stored_question_in_a_frame_is_served_without_asking_the_model(asked: 
     assert found.probability == 1.0
     assert default_pair_model().calls == calls
     assert default_pair_model().probabilities(stored, [stored])[0] < model.threshold(0.001)
+
+
+def test_lookups_on_several_threads_read_the_pair_scores_they_found() -> None:
+    # The proxy runs lookups on two threads, and the pair model lets go of Python's lock while
+    # it scores. A turn's pair found already scored was dropped by another thread emptying the
+    # full cache meanwhile, and reading it back raised KeyError. A cache of two pairs fills
+    # on every call here: each turn asks one pair, then that pair and a new one.
+    import threading
+
+    model = GateModel(default_model().params, pair_scores_kept=2)
+    subjects = "billing payments search checkout inventory shipping refunds invoices".split()
+    errors: list[BaseException] = []
+    found: dict[tuple[str, str], float] = {}
+
+    def ask(thread: int) -> None:
+        try:
+            for subject in subjects:
+                asked = f"why did the nightly backup of {subject} {thread} fail?"
+                first = f"why did the nightly backup of {subject} {thread} break?"
+                second = f"what made the nightly {subject} {thread} backup fail?"
+                model.assess_many(asked, [first])
+                again, new = model.assess_many(asked, [first, second])
+                found[(asked, first)] = again.probability
+                found[(asked, second)] = new.probability
+        except BaseException as error:  # any failure on a thread is the finding
+            errors.append(error)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(found) == 2 * len(subjects) * len(threads)
+    # each score is the one a turn gets on its own
+    alone = GateModel(default_model().params)
+    for (asked, stored), probability in list(found.items())[:6]:
+        assert alone.assess(asked, stored).probability == pytest.approx(probability)

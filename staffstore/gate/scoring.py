@@ -143,6 +143,9 @@ def _sigmoid(z: float) -> float:
 
 #: How many pair-model scores a process keeps (turns repeat; each entry is two texts).
 _PAIR_CACHE = 65_536
+#: What the cache's get gives for a pair it holds no score of (None is one there: a pair
+#: read as one question without its frames, which the model is not asked about).
+_NOT_SCORED = -1.0
 
 #: The alignment's refusals a pair model may be allowed to overrule: a word swapped for an
 #: unrelated one (`substitution`); the narrower swap in which every word swapped, on both
@@ -243,7 +246,7 @@ class PairSpec:
 class GateModel:
     """The fitted score and its calibration."""
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(self, params: dict[str, Any], *, pair_scores_kept: int = _PAIR_CACHE) -> None:
         try:
             if tuple(params["features"]) != FEATURES:
                 raise GateParamsError("the parameters were fitted for other features")
@@ -271,6 +274,7 @@ class GateModel:
         # The pair model's probability of each pair it read; None for a pair that is one
         # question without its frames (PairSpec.same_alone), which it is not asked about.
         self._pair_scores: dict[tuple[str, str], float | None] = {}
+        self._pair_scores_kept = pair_scores_kept
 
     def probability(self, values: list[float]) -> float:
         if len(values) != len(FEATURES):
@@ -338,26 +342,36 @@ class GateModel:
             for i, a in enumerate(found)
             if i not in settled and (a.reason is None or refusal_kinds(a) & self.pair.overrules)
         ]
-        todo = [(readings[i], stored[i]) for i in open_]
-        todo = [pair for pair in dict.fromkeys(todo) if pair not in self._pair_scores]
-        if todo:
-            if len(self._pair_scores) > _PAIR_CACHE:
-                self._pair_scores.clear()
-            alone = {pair for pair in todo if self.pair.same_alone(*pair)}
-            self._pair_scores.update((pair, None) for pair in alone)
-            todo = [pair for pair in todo if pair not in alone]
+        # This call's scores are its own: another thread may empty the shared cache while
+        # the pair model runs (it lets go of Python's lock), and a pair found there before
+        # must still be read here.
+        scores: dict[tuple[str, str], float | None] = {}
+        todo: list[tuple[str, str]] = []
+        for key in dict.fromkeys((readings[i], stored[i]) for i in open_):
+            # One read of the cache (another thread may empty it between two reads), and no
+            # probability is negative.
+            kept = self._pair_scores.get(key, _NOT_SCORED)
+            if kept != _NOT_SCORED:
+                scores[key] = kept
+            elif self.pair.same_alone(*key):
+                scores[key] = None
+            else:
+                todo.append(key)
         # Scored a reading at a time: most turns have one reading for all their candidates.
         for reading in dict.fromkeys(reading for reading, _text in todo):
             texts = [text for other, text in todo if other == reading]
-            scores = self.pair.model().probabilities(
+            probabilities = self.pair.model().probabilities(
                 self.pair.text(reading), [self.pair.text(text) for text in texts]
             )
-            self._pair_scores.update(
-                ((reading, text), p) for text, p in zip(texts, scores, strict=True)
+            scores.update(
+                ((reading, text), p) for text, p in zip(texts, probabilities, strict=True)
             )
+        if len(self._pair_scores) > self._pair_scores_kept:
+            self._pair_scores.clear()
+        self._pair_scores.update(scores)
         for i in open_:
             a = found[i]
-            pair = self._pair_scores[(readings[i], stored[i])]
+            pair = scores[(readings[i], stored[i])]
             found[i] = Assessment(
                 None,
                 a.asked_only,

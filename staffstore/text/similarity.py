@@ -85,23 +85,6 @@ def _table() -> tuple[Tokenizer, npt.NDArray[np.float16]]:
     return tokenizer, _mapped_tensor(folder / _WORDLLAMA_WEIGHTS, _WORDLLAMA_TENSOR)
 
 
-#: Word vectors already computed; bounded, oldest dropped first. Each costs about 1.2 KB (256
-#: float32 and its key), and text brings new words without end (identifiers, hashes, ticket
-#: numbers): 16,384 hold a team's working vocabulary in 19 MiB, where 200,000 could hold 221.
-#: A word not held costs about 20 microseconds to embed again.
-_VECTORS: dict[str, Vector] = {}
-_MAX_VECTORS = 16_384
-
-
-def word_vector(word: str) -> Vector:
-    vector = _VECTORS.get(word)
-    if vector is None:
-        vector = _VECTORS[word] = _embed(word)
-        if len(_VECTORS) > _MAX_VECTORS:
-            del _VECTORS[next(iter(_VECTORS))]
-    return vector
-
-
 def _embed(text: str) -> Vector:
     tokenizer, table = _table()
     ids = tokenizer.encode(text, add_special_tokens=False).ids
@@ -111,6 +94,16 @@ def _embed(text: str) -> Vector:
     pooled: Vector = rows.mean(axis=0)
     norm = float(np.linalg.norm(pooled))
     return pooled / norm if norm else pooled
+
+
+# Each vector costs about 1.2 KB (256 float32 and its key), and text brings new words without
+# end (identifiers, hashes, ticket numbers): 16,384 hold a team's working vocabulary in 19 MiB,
+# where 200,000 could hold 221; a word not held costs about 20 microseconds to embed again. An
+# lru_cache, not a dict trimmed by hand: lookups run on several threads, and two threads
+# trimming one dict both dropped its oldest key, and the second raised KeyError.
+@lru_cache(maxsize=16_384)
+def word_vector(word: str) -> Vector:
+    return _embed(word)
 
 
 # Whole texts seldom recur (ledgers/bench-gate-caches.json: 7.8% of calls hit over its 17,000
